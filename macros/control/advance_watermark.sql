@@ -1,0 +1,44 @@
+{#- Post-hook of every incremental model (rule 2). Renders one MERGE into the watermark table
+    that moves this model's watermark to the greatest update timestamp among the rows of its
+    upstream sources that had landed before this dbt invocation started (`_loaded_at <=
+    run_started_at`). Those rows were all visible to the model's MERGE, so the watermark never
+    passes a row that was not loaded. dbt runs post-hooks only after the main statement
+    succeeded: a failed MERGE leaves the watermark untouched. The watermark never moves back.
+    The update timestamp of a source is its freshness `loaded_at_field` (updated_at here).
+    Renders nothing (no statement) for a model without sources. -#}
+{% macro advance_watermark() %}
+    {% if not execute %}
+        {{ return('') }}
+    {% endif %}
+    {% set source_ids = upstream_sources(model.unique_id) %}
+    {% if source_ids | length == 0 %}
+        {{ return('') }}
+    {% endif %}
+    {% set cutoff = timestamp_literal(run_started_at) %}
+    merge into {{ watermark_relation() }} as target
+    using (
+        select
+            '{{ validated_identifier(this.identifier) }}' as pipeline_name,
+            max(loaded_through) as loaded_through
+        from (
+            {%- for source_id in source_ids %}
+                {%- set src = graph.sources[source_id] %}
+            select max({{ src.loaded_at_field or 'updated_at' }}) as loaded_through
+            from {{ source(src.source_name, src.name) }}
+            where _loaded_at <= {{ cutoff }}
+            {{ "union all" if not loop.last }}
+            {%- endfor %}
+        ) as per_source
+    ) as source
+    on target.pipeline_name = source.pipeline_name
+    when matched and source.loaded_through > target.watermark_ts then update set
+        target.previous_watermark_ts = target.watermark_ts,
+        target.watermark_ts = source.loaded_through,
+        target.invocation_id = '{{ invocation_id }}',
+        target.advanced_at = current_timestamp()
+    when not matched and source.loaded_through is not null then insert (
+        pipeline_name, watermark_ts, previous_watermark_ts, invocation_id, advanced_at
+    ) values (
+        source.pipeline_name, source.loaded_through, null, '{{ invocation_id }}', current_timestamp()
+    )
+{% endmacro %}

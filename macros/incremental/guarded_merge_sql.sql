@@ -1,0 +1,48 @@
+{#- The MERGE of every incremental model (dbt-spark's merge strategy, replaced through
+    spark__get_merge_sql). Compared with dbt-spark's `update set * / insert *`:
+    - `_is_deleted` source rows delete their target row and are never inserted (rule 6);
+    - an update applies only when the source's version column (config `version_column`,
+      default updated_at) is not older than the target's: a stale version never overwrites a
+      newer one (rule 5);
+    - explicit column lists taken from the table, and a clear error when the model's columns
+      no longer match the table's (schema change: run with --full-refresh);
+    - `incremental_predicates` are added to the ON clause to prune the target scan (rule 7).
+    Only the partitions holding matched or inserted rows are rewritten (copy-on-write). -#}
+{% macro guarded_merge_sql(target, source, unique_key, incremental_predicates) %}
+    {% if unique_key is none or unique_key is not string %}
+        {{ exceptions.raise_compiler_error(
+            "model " ~ target ~ ": the merge strategy here needs one unique_key column, got "
+            ~ unique_key) }}
+    {% endif %}
+    {% set version_column = config.get('version_column', 'updated_at') %}
+    {% set target_columns = adapter.get_columns_in_relation(target) | map(attribute='name') | list %}
+    {% set source_columns = adapter.get_columns_in_relation(source) | map(attribute='name') | list %}
+    {% set missing = target_columns | reject('in', source_columns) | list %}
+    {% set extra = source_columns | reject('in', target_columns + ['_is_deleted']) | list %}
+    {% if '_is_deleted' not in source_columns or missing or extra %}
+        {{ exceptions.raise_compiler_error(
+            "model " ~ target ~ ": its select no longer matches the table (columns missing from the "
+            ~ "select: " ~ missing ~ ", new columns: " ~ extra ~ "; the select must end with "
+            ~ "merge_source()). Rebuild it with --full-refresh, or migrate the table first.") }}
+    {% endif %}
+    {% set guard = (" and DBT_INTERNAL_SOURCE." ~ version_column ~ " >= DBT_INTERNAL_DEST." ~ version_column)
+        if version_column else "" %}
+    merge into {{ target }} as DBT_INTERNAL_DEST
+    using {{ source }} as DBT_INTERNAL_SOURCE
+    on DBT_INTERNAL_SOURCE.{{ unique_key }} = DBT_INTERNAL_DEST.{{ unique_key }}
+    {%- for predicate in incremental_predicates or [] %}
+        and ({{ predicate }})
+    {%- endfor %}
+    when matched and DBT_INTERNAL_SOURCE._is_deleted{{ guard }} then delete
+    when matched and not DBT_INTERNAL_SOURCE._is_deleted{{ guard }} then update set
+    {%- for column in target_columns %}
+        {{ column }} = DBT_INTERNAL_SOURCE.{{ column }}{{ "," if not loop.last }}
+    {%- endfor %}
+    when not matched and not DBT_INTERNAL_SOURCE._is_deleted then insert (
+        {{ target_columns | join(', ') }}
+    ) values (
+    {%- for column in target_columns %}
+        DBT_INTERNAL_SOURCE.{{ column }}{{ "," if not loop.last }}
+    {%- endfor %}
+    )
+{% endmacro %}

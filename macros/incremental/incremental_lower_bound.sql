@@ -1,0 +1,15 @@
+{#- Rule 1: the lower bound of this run's scope on the update timestamp, as a SQL timestamp
+    literal: the model's stored watermark minus the trailing lookback of its domain
+    (var `lookback_days`, e.g. {sales: 3}). Returns none when every row is in scope: a full
+    build or full refresh, or a table whose pipeline has no watermark yet.
+    Models filter with `updated_at > lower_bound` on the current state of their inputs. -#}
+{% macro incremental_lower_bound(domain) %}
+    {% if not is_incremental() %}
+        {{ return(none) }}
+    {% endif %}
+    {% set watermark = get_watermark(this.identifier) %}
+    {% if watermark is none %}
+        {{ return(none) }}
+    {% endif %}
+    {{ return(timestamp_literal(watermark - modules.datetime.timedelta(days=lookback_days(domain)))) }}
+{% endmacro %}

@@ -1,0 +1,33 @@
+{{
+    config(
+        unique_key='date_key',
+        version_column=none,
+    )
+}}
+
+-- One row per calendar day between vars date_spine_start and date_spine_end.
+with
+
+spine as (
+    select explode(sequence(
+        to_date('{{ var("date_spine_start") }}'),
+        to_date('{{ var("date_spine_end") }}'),
+        interval 1 day
+    )) as date_day
+),
+
+live as (
+    select
+        cast(date_format(date_day, 'yyyyMMdd') as int) as date_key,
+        date_day,
+        year(date_day) as year_number,
+        quarter(date_day) as quarter_number,
+        month(date_day) as month_number,
+        date_format(date_day, 'MMMM') as month_name,
+        dayofweek(date_day) as day_of_week,
+        date_format(date_day, 'EEEE') as day_name,
+        dayofweek(date_day) in (1, 7) as is_weekend
+    from spine
+)
+
+{{ merge_source('live') }}

@@ -1,0 +1,49 @@
+{{
+    config(
+        unique_key='order_item_sk',
+        partition_by=['order_date'],
+    )
+}}
+
+-- One row per current, non-deleted order line whose order is current and non-deleted.
+-- A run's scope is every line whose current state changed after the lower bound (the stored
+-- watermark minus the sales lookback): a changed line, a changed order header (restates all
+-- its lines), or a new product version now in effect (restates their cost).
+{%- set lower_bound = incremental_lower_bound('sales') %}
+
+with
+
+current_state as (
+    select * from {{ ref('int_order_items__current_state') }}
+    {%- if lower_bound %}
+    where updated_at > {{ lower_bound }}
+    {%- endif %}
+),
+
+live as (
+    select
+        order_item_sk,
+        order_id,
+        order_item_id,
+        order_date,
+        order_date_key,
+        customer_key,
+        product_key,
+        channel_key,
+        quantity,
+        gross_amount,
+        discount_amount,
+        net_amount,
+        cost_amount,
+        updated_at
+    from current_state
+    where not is_deleted
+),
+
+deleted as (
+    select order_item_sk
+    from current_state
+    where is_deleted
+)
+
+{{ merge_source('live', 'deleted', 'order_item_sk') }}

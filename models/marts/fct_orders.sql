@@ -1,0 +1,47 @@
+{{
+    config(
+        unique_key='order_id',
+        partition_by=['order_date'],
+    )
+}}
+
+-- One row per current, non-deleted order with totals from its current lines. A run's scope is
+-- every order whose header or any of whose lines changed after the lower bound.
+{%- set lower_bound = incremental_lower_bound('sales') %}
+
+with
+
+current_state as (
+    select * from {{ ref('int_orders__current_state') }}
+    {%- if lower_bound %}
+    where updated_at > {{ lower_bound }}
+    {%- endif %}
+),
+
+live as (
+    select
+        order_id,
+        order_date,
+        order_date_key,
+        customer_key,
+        channel_key,
+        status,
+        item_count,
+        total_quantity,
+        gross_amount,
+        discount_amount,
+        net_amount,
+        cost_amount,
+        ordered_at,
+        updated_at
+    from current_state
+    where not is_deleted
+),
+
+deleted as (
+    select order_id
+    from current_state
+    where is_deleted
+)
+
+{{ merge_source('live', 'deleted', 'order_id') }}

@@ -1,0 +1,1 @@
+"""Python tooling around the dbt project: data generation, landing, dbt invocation, reporting."""

@@ -1,0 +1,87 @@
+"""Reading what a run did from Iceberg metadata: snapshots, their summaries, the changelog."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+_TABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _checked(table: str) -> str:
+    if not _TABLE.fullmatch(table):
+        raise ValueError(f"not a schema.table name: {table!r}")
+    return table
+
+
+def table_exists(spark: SparkSession, table: str) -> bool:
+    return spark.catalog.tableExists(_checked(table))
+
+
+def current_snapshot_id(spark: SparkSession, table: str) -> int | None:
+    if not table_exists(spark, table):
+        return None
+    rows = spark.sql(
+        f"select snapshot_id from {_checked(table)}.history where is_current_ancestor order by made_current_at desc limit 1"
+    ).collect()
+    return rows[0][0] if rows else None
+
+
+@dataclass(frozen=True)
+class Change:
+    """What the snapshots committed after `since` did to a table."""
+
+    snapshots: int
+    added_records: int
+    deleted_records: int
+    changed_partitions: int
+    inserted: int
+    updated: int
+    deleted: int
+
+
+def change_since(spark: SparkSession, table: str, since: int | None, key: str) -> Change:
+    """Summaries of the snapshots after `since`, and the row-level changes from the changelog.
+
+    Iceberg's summary counts records in rewritten files (copy-on-write rewrites whole files);
+    the changelog view, with the table's key as identifier and carry-over rows removed, splits
+    them exactly into inserted, updated and deleted rows.
+    """
+    table = _checked(table)
+    current = current_snapshot_id(spark, table)
+    if current is None or current == since:
+        return Change(0, 0, 0, 0, 0, 0, 0)
+    snapshots = spark.sql(f"select snapshot_id, summary from {table}.snapshots order by committed_at").collect()
+    ids = [row.snapshot_id for row in snapshots]
+    after = snapshots[ids.index(since) + 1:] if since in ids else snapshots
+    total = lambda name: sum(int(row.summary.get(name, 0) or 0) for row in after)  # noqa: E731
+    if since is None:
+        inserted = spark.sql(f"select count(*) from {table}").collect()[0][0]
+        return Change(len(after), total("added-records"), total("deleted-records"),
+                      total("changed-partition-count"), inserted, 0, 0)
+    view = "changes_" + table.replace(".", "_")
+    spark.sql(
+        f"call spark_catalog.system.create_changelog_view(table => '{table}', "
+        f"options => map('start-snapshot-id', '{since}', 'end-snapshot-id', '{current}'), "
+        f"identifier_columns => array('{key}'), compute_updates => true, changelog_view => '{view}')"
+    )
+    counts = dict(spark.sql(f"select _change_type, count(*) from {view} group by _change_type").collect())
+    spark.sql(f"drop view if exists {view}")
+    return Change(
+        snapshots=len(after),
+        added_records=total("added-records"),
+        deleted_records=total("deleted-records"),
+        changed_partitions=total("changed-partition-count"),
+        inserted=counts.get("INSERT", 0),
+        updated=counts.get("UPDATE_AFTER", 0),
+        deleted=counts.get("DELETE", 0),
+    )
+
+
+def watermarks(spark: SparkSession, control_schema: str = "control") -> dict[str, object]:
+    table = _checked(f"{control_schema}.etl_watermark")
+    if not table_exists(spark, table):
+        return {}
+    return {row.pipeline_name: row.watermark_ts for row in spark.sql(f"select pipeline_name, watermark_ts from {table}").collect()}

@@ -1,0 +1,30 @@
+"""Where the project and its local state live.
+
+Everything the embedded warehouse writes (Derby metastore, Iceberg warehouse, landed files,
+logs) goes under one git-ignored state folder, `.warehouse/` by default, overridable with
+PIPELINE_STATE_DIR (the tests point it at a temporary folder).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+PROFILES_DIR = PROJECT_DIR / "profiles"
+DEFAULT_JAR = PROJECT_DIR / ".venv" / "iceberg" / "iceberg-spark-runtime.jar"
+
+
+def state_dir() -> Path:
+    return Path(os.environ.get("PIPELINE_STATE_DIR", PROJECT_DIR / ".warehouse")).resolve()
+
+
+def export_environment() -> None:
+    """Pin the environment variables the profile reads to absolute paths.
+
+    dbt renders profiles/profiles.yml with these; setting them absolutely makes the profile
+    independent of the working directory of whoever calls dbt.
+    """
+    os.environ["PIPELINE_STATE_DIR"] = str(state_dir())
+    os.environ.setdefault("PIPELINE_ICEBERG_JAR", str(DEFAULT_JAR))
+    os.environ.setdefault("DBT_PROFILES_DIR", str(PROFILES_DIR))
