@@ -15,8 +15,10 @@
             ~ unique_key) }}
     {% endif %}
     {% set version_column = config.get('version_column', 'updated_at') %}
-    {% set target_columns = adapter.get_columns_in_relation(target) | map(attribute='name') | list %}
-    {% set source_columns = adapter.get_columns_in_relation(source) | map(attribute='name') | list %}
+    {% set target_columns = adapter.get_columns_in_relation(target)
+        | map(attribute='name') | list %}
+    {% set source_columns = adapter.get_columns_in_relation(source)
+        | map(attribute='name') | list %}
     {% set missing = target_columns | reject('in', source_columns) | list %}
     {% set extra = source_columns | reject('in', target_columns + ['_is_deleted']) | list %}
     {% if '_is_deleted' not in source_columns or missing or extra %}
@@ -25,8 +27,8 @@
             ~ "select: " ~ missing ~ ", new columns: " ~ extra ~ "; the select must end with "
             ~ "merge_source()). Rebuild it with --full-refresh, or migrate the table first.") }}
     {% endif %}
-    {% set guard = (" and DBT_INTERNAL_SOURCE." ~ version_column ~ " >= DBT_INTERNAL_DEST." ~ version_column)
-        if version_column else "" %}
+    {% set guard = (" and DBT_INTERNAL_SOURCE." ~ version_column
+        ~ " >= DBT_INTERNAL_DEST." ~ version_column) if version_column else "" %}
     merge into {{ target }} as DBT_INTERNAL_DEST
     using {{ source }} as DBT_INTERNAL_SOURCE
     on DBT_INTERNAL_SOURCE.{{ unique_key }} = DBT_INTERNAL_DEST.{{ unique_key }}

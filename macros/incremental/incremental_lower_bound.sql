@@ -11,5 +11,6 @@
     {% if watermark is none %}
         {{ return(none) }}
     {% endif %}
-    {{ return(timestamp_literal(watermark - modules.datetime.timedelta(days=lookback_days(domain)))) }}
+    {% set lookback = modules.datetime.timedelta(days=lookback_days(domain)) %}
+    {{ return(timestamp_literal(watermark - lookback)) }}
 {% endmacro %}

@@ -58,7 +58,9 @@ joined as (
         {{ surrogate_key(['orders.customer_id']) }} as customer_key,
         case
             when product_in_effect.product_valid_from is not null
-                then {{ surrogate_key(['order_items.product_id', 'product_in_effect.product_valid_from']) }}
+                then {{ surrogate_key([
+                    'order_items.product_id', 'product_in_effect.product_valid_from'
+                ]) }}
         end as product_key,
         {{ surrogate_key(['orders.channel']) }} as channel_key,
         order_items.quantity,

@@ -12,9 +12,9 @@ with
 
 customers as (
     select * from {{ ref('stg_shop__customers') }}
-    {%- if lower_bound %}
-    where updated_at > {{ lower_bound }}
-    {%- endif %}
+    {% if lower_bound %}
+        where updated_at > {{ lower_bound }}
+    {% endif %}
 ),
 
 live as (

@@ -18,9 +18,9 @@ product_versions as (
 changed_products as (
     select distinct product_id
     from product_versions
-    {%- if lower_bound %}
-    where updated_at > {{ lower_bound }}
-    {%- endif %}
+    {% if lower_bound %}
+        where updated_at > {{ lower_bound }}
+    {% endif %}
 ),
 
 scoped_versions as (

@@ -13,9 +13,9 @@ with
 
 current_state as (
     select * from {{ ref('int_orders__current_state') }}
-    {%- if lower_bound %}
-    where updated_at > {{ lower_bound }}
-    {%- endif %}
+    {% if lower_bound %}
+        where updated_at > {{ lower_bound }}
+    {% endif %}
 ),
 
 live as (

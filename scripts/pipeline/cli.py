@@ -15,7 +15,9 @@ from pipeline import generate as generator
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pipeline", description=__doc__.split("\n\n")[0].strip("`: "))
+    parser = argparse.ArgumentParser(
+        prog="pipeline", description="Tooling around the backfill_safe dbt project on Spark + Iceberg."
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     gen = commands.add_parser("generate", help="write a seeded sample of source versions, one folder per day")
@@ -26,9 +28,12 @@ def build_parser() -> argparse.ArgumentParser:
     land.add_argument("--table", help="raw table to append to (default: from each file's name)")
 
     main = commands.add_parser("main", help="the main job on the embedded Spark")
-    main.add_argument("--seed", type=int, default=generator.GeneratorConfig.seed)
-    main.add_argument("--days", type=int, default=generator.GeneratorConfig.days)
-    main.add_argument("--orders-per-day", type=int, default=generator.GeneratorConfig.orders_per_day)
+    main.add_argument("--seed", type=int, default=generator.GeneratorConfig.seed,
+                      help="random seed of the sample (default %(default)s)")
+    main.add_argument("--days", type=int, default=generator.GeneratorConfig.days,
+                      help="landing days; all but the last are built first (default %(default)s)")
+    main.add_argument("--orders-per-day", type=int, default=generator.GeneratorConfig.orders_per_day,
+                      help="new orders per day (default %(default)s)")
     return parser
 
 

@@ -6,7 +6,7 @@
    older version, duplicates and deletions; `dbt build` again (the incremental run).
 3. Print, per incremental model, what the second run did (from Iceberg snapshots and
    changelog), each watermark before and after, and the reconciliation results.
-The job starts from an empty warehouse (it wipes its state folder) so it can be rerun.
+The job starts from an empty warehouse (it drops the project's tables) so it can be rerun.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from pipeline import iceberg, paths
+from pipeline import iceberg, paths, warehouse
 from pipeline.dbt import Dbt, DbtError, NodeResult
 from pipeline.generate import GeneratorConfig, generate
 from pipeline.land import land
@@ -35,16 +35,15 @@ def land_day(folder: Path) -> int:
 
 
 def run(config: GeneratorConfig, console: Console) -> int:
-    state = paths.state_dir()
-    if state.exists():
-        shutil.rmtree(state)
-    landing = state / "landing"
+    landing = paths.state_dir() / "landing"
+    shutil.rmtree(landing, ignore_errors=True)
     started = time.monotonic()
     days = generate(config, landing)
     console.print(f"[bold]generated[/] {len(days)} days of source versions into {landing} (seed {config.seed})")
 
     dbt = Dbt()
     spark = get_spark()
+    warehouse.reset(spark)
     for folder in days[:-1]:
         land_day(folder)
     console.print(f"[bold]landed[/] days {days[0].name} .. {days[-2].name}")

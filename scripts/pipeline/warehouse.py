@@ -1,0 +1,20 @@
+"""The warehouse's schemas, and emptying them (the main job and the tests start from nothing)."""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+SCHEMAS = ("raw", "reference", "staging", "marts", "control")
+
+
+def reset(spark: SparkSession) -> None:
+    """Drop every table and view of the project's schemas, Iceberg data files included."""
+    for schema in SCHEMAS:
+        if not spark.catalog.databaseExists(schema):
+            continue
+        for table in spark.catalog.listTables(schema):
+            if table.isTemporary:
+                continue
+            kind = "view" if table.tableType == "VIEW" else "table"
+            purge = " purge" if kind == "table" else ""
+            spark.sql(f"drop {kind} if exists {schema}.{table.name}{purge}")

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The tests: sqlfluff lint of models, macros and data tests, then pytest on the embedded Spark
+# (which runs the dbt builds and their data tests on real Iceberg tables). Extra arguments go
+# to pytest.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
+echo "== sqlfluff lint"
+.venv/bin/sqlfluff lint models macros tests/dbt
+echo "== pytest"
+exec .venv/bin/python -m pytest "$@"

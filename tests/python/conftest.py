@@ -1,0 +1,44 @@
+"""Shared fixtures: one embedded Spark session and one in-process dbt for the whole run.
+
+The warehouse lives in a temporary state folder (PIPELINE_STATE_DIR), never in the project's
+own `.warehouse/`. Tests that need a clean warehouse drop the project's tables first.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+
+from helpers import Warehouse  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("state")
+    os.environ["PIPELINE_STATE_DIR"] = str(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def spark(state_dir: Path):
+    from pipeline.spark import get_spark
+
+    return get_spark()
+
+
+@pytest.fixture(scope="session")
+def dbt(spark):
+    from pipeline.dbt import Dbt
+
+    return Dbt(quiet=True)
+
+
+@pytest.fixture
+def warehouse(spark, dbt, tmp_path: Path) -> Warehouse:
+    """An empty warehouse, for one test."""
+    return Warehouse.empty(spark, dbt, tmp_path)

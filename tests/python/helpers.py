@@ -1,0 +1,101 @@
+"""Building blocks for the tests: source versions by hand, landing, dbt, reading tables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from itertools import count
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline import contract, iceberg, warehouse
+from pipeline.land import land
+
+_batch = count(1)
+
+
+def ts(text: str) -> datetime:
+    """'2025-01-02 10:00' -> an aware UTC datetime."""
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def order(order_id: int, ordered_at: str, updated_at: str | None = None, *, customer_id: int = 1,
+          channel: str = "web", status: str = "placed", is_deleted: bool = False) -> dict:
+    return {"order_id": order_id, "customer_id": customer_id, "channel": channel, "status": status,
+            "ordered_at": ts(ordered_at), "updated_at": ts(updated_at or ordered_at), "is_deleted": is_deleted}
+
+
+def item(order_id: int, order_item_id: int, updated_at: str, *, product_id: int = 1, quantity: int = 1,
+         unit_price: str = "10.00", discount: str = "0.00", is_deleted: bool = False) -> dict:
+    return {"order_id": order_id, "order_item_id": order_item_id, "product_id": product_id, "quantity": quantity,
+            "unit_price": Decimal(unit_price), "discount_amount": Decimal(discount), "updated_at": ts(updated_at),
+            "is_deleted": is_deleted}
+
+
+def product(product_id: int, updated_at: str, *, unit_cost: str, name: str | None = None,
+            category: str = "toys", is_deleted: bool = False) -> dict:
+    return {"product_id": product_id, "product_name": name or f"Product {product_id}", "category": category,
+            "unit_cost": Decimal(unit_cost), "updated_at": ts(updated_at), "is_deleted": is_deleted}
+
+
+def customer(customer_id: int, updated_at: str, *, segment: str = "consumer", is_deleted: bool = False) -> dict:
+    return {"customer_id": customer_id, "email": f"c{customer_id}@example.com", "country": "DE",
+            "segment": segment, "updated_at": ts(updated_at), "is_deleted": is_deleted}
+
+
+def write_parquet(path: Path, table: str, rows: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=contract.arrow_schema(table)), path)
+    return path
+
+
+@dataclass
+class Warehouse:
+    spark: object
+    dbt: object
+    files: Path
+
+    @classmethod
+    def empty(cls, spark, dbt, files: Path) -> "Warehouse":
+        """No tables but the reference seeds (`dbt run` does not load seeds)."""
+        warehouse.reset(spark)
+        dbt.invoke("seed")
+        return cls(spark, dbt, files)
+
+    # -- writing ---------------------------------------------------------------------------
+    def land(self, **tables: list[dict]) -> None:
+        """Land one batch: one Parquet file per table given (orders=[...], order_items=[...])."""
+        batch = self.files / f"batch-{next(_batch):04d}"
+        land(self.spark, [write_parquet(batch / f"{name}.parquet", name, rows) for name, rows in tables.items()])
+
+    def dbt_run(self, *args: str):
+        return self.dbt.invoke("run", *args)
+
+    def dbt_build(self, *args: str):
+        return self.dbt.invoke("build", *args)
+
+    # -- reading ---------------------------------------------------------------------------
+    def rows(self, sql: str) -> list:
+        return self.spark.sql(sql).collect()
+
+    def table(self, name: str) -> list[tuple]:
+        """Every row of a table, as sorted tuples (for whole-table comparisons)."""
+        return sorted(tuple(row) for row in self.spark.sql(f"select * from {name}").collect())
+
+    def fact_lines(self) -> dict[tuple[int, int], object]:
+        return {(r.order_id, r.order_item_id): r for r in self.rows("select * from marts.fct_order_item")}
+
+    def watermark(self, pipeline: str):
+        return iceberg.watermarks(self.spark).get(pipeline)
+
+    def snapshot_id(self, table: str) -> int | None:
+        return iceberg.current_snapshot_id(self.spark, table)
+
+    def files_by_partition(self, table: str) -> dict[object, set[str]]:
+        found: dict[object, set[str]] = {}
+        for row in self.rows(f"select partition, file_path from {table}.files"):
+            found.setdefault(tuple(row.partition), set()).add(row.file_path)
+        return found

@@ -1,0 +1,223 @@
+"""The incremental rules on one hand-made scenario, built once for the module.
+
+Base day: nine orders over 2025-01-01 .. 2025-01-10, built from scratch (watermark then
+2025-01-10 10:00, so the next run's window starts at 2025-01-07 10:00 with the 3-day lookback).
+Next day (2025-01-11), one case of each kind:
+  101  a line corrected (quantity 2 -> 5): old ordered_at 2025-01-02, new updated_at
+  102  header-only change (channel app -> phone), lines untouched
+  103  ordered_at corrected 2025-01-04 -> 2025-01-08 (moves partitions)
+  104  order deleted
+  105  line 1 corrected and landed three times (duplicates), line 2 deleted
+  106  a newer header version (shipped), then an older one landing after it (out of order)
+  107  product 2 gets a late version effective 2025-01-09 (cost 10 -> 12): restates its cost
+  108, 109  untouched (their partitions 2025-01-07 and 2025-01-01 must not be rewritten)
+Then the same run again with no new data, then a full refresh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
+
+import pytest
+
+from helpers import Warehouse, customer, item, order, product, ts
+from pipeline import iceberg
+
+FACT = "marts.fct_order_item"
+MARTS = ("marts.fct_order_item", "marts.fct_orders", "marts.dim_customer", "marts.dim_product",
+         "marts.dim_channel", "marts.dim_date")
+
+
+def md5_key(*parts: object) -> str:
+    import hashlib
+
+    return hashlib.md5("-".join(str(p) for p in parts).encode()).hexdigest()
+
+
+@dataclass
+class Scenario:
+    base: dict = field(default_factory=dict)
+    after: dict = field(default_factory=dict)
+    orders_after: dict = field(default_factory=dict)
+    dim_product: list = field(default_factory=list)
+    fact_change: iceberg.Change | None = None
+    files_before: dict = field(default_factory=dict)
+    files_after: dict = field(default_factory=dict)
+    watermark_before: object = None
+    watermark_after: object = None
+    build_results: list = field(default_factory=list)
+    tables_after: dict = field(default_factory=dict)
+    rerun_change: dict = field(default_factory=dict)  # table -> summary of a new snapshot, if any
+    tables_after_rerun: dict = field(default_factory=dict)
+    watermark_after_rerun: object = None
+    tables_after_full_refresh: dict = field(default_factory=dict)
+
+
+@pytest.fixture(scope="module")
+def scenario(spark, dbt, tmp_path_factory) -> Scenario:
+    wh = Warehouse.empty(spark, dbt, tmp_path_factory.mktemp("scenario"))
+    s = Scenario()
+    wh.land(
+        customers=[customer(1, "2024-12-01 00:00"), customer(2, "2024-12-01 00:00")],
+        products=[product(1, "2024-12-01 00:00", unit_cost="5.00"), product(2, "2024-12-01 00:00", unit_cost="10.00")],
+        orders=[
+            order(101, "2025-01-02 10:00"), order(102, "2025-01-03 10:00", channel="app"),
+            order(103, "2025-01-04 10:00", channel="store"), order(104, "2025-01-05 10:00"),
+            order(105, "2025-01-06 10:00", customer_id=2), order(106, "2025-01-10 10:00"),
+            order(107, "2025-01-09 12:00"), order(108, "2025-01-07 10:00"), order(109, "2025-01-01 10:00"),
+        ],
+        order_items=[
+            item(101, 1, "2025-01-02 10:00", quantity=2), item(101, 2, "2025-01-02 10:00", product_id=2, unit_price="20.00", discount="1.00"),
+            item(102, 1, "2025-01-03 10:00"), item(103, 1, "2025-01-04 10:00", product_id=2, quantity=3, unit_price="20.00"),
+            item(104, 1, "2025-01-05 10:00"), item(105, 1, "2025-01-06 10:00"), item(105, 2, "2025-01-06 10:00", quantity=2),
+            item(106, 1, "2025-01-10 10:00"), item(107, 1, "2025-01-09 12:00", product_id=2, quantity=2, unit_price="20.00"),
+            item(108, 1, "2025-01-07 10:00"), item(109, 1, "2025-01-01 10:00"),
+        ],
+    )
+    wh.dbt_run()
+    s.base = wh.fact_lines()
+    s.watermark_before = wh.watermark("fct_order_item")
+    before = wh.snapshot_id(FACT)
+    s.files_before = wh.files_by_partition(FACT)
+
+    correction_105 = item(105, 1, "2025-01-11 10:00", quantity=4)
+    wh.land(
+        orders=[
+            order(102, "2025-01-03 10:00", "2025-01-11 08:00", channel="phone"),
+            order(103, "2025-01-08 10:00", "2025-01-11 08:30", channel="store"),
+            order(104, "2025-01-05 10:00", "2025-01-11 09:00", is_deleted=True),
+            order(106, "2025-01-10 10:00", "2025-01-11 08:00", status="shipped"),
+        ],
+        order_items=[
+            item(101, 1, "2025-01-11 09:00", quantity=5),
+            correction_105, correction_105,
+            item(105, 2, "2025-01-11 10:30", quantity=2, is_deleted=True),
+        ],
+        products=[product(2, "2025-01-09 00:00", unit_cost="12.00")],
+    )
+    # landed after the newer version of 106, with an older updated_at and other values
+    wh.land(
+        orders=[order(106, "2025-01-10 10:00", "2025-01-10 12:00", channel="marketplace", status="cancelled")],
+        order_items=[correction_105],
+    )
+    s.build_results = wh.dbt_build()
+    s.after = wh.fact_lines()
+    s.orders_after = {r.order_id: r for r in wh.rows("select * from marts.fct_orders")}
+    s.dim_product = wh.rows("select * from marts.dim_product order by product_id, valid_from")
+    s.fact_change = iceberg.change_since(spark, FACT, before, "order_item_sk")
+    s.files_after = wh.files_by_partition(FACT)
+    s.watermark_after = wh.watermark("fct_order_item")
+    s.tables_after = {t: wh.table(t) for t in MARTS}
+
+    snapshots = {t: wh.snapshot_id(t) for t in MARTS}
+    wh.dbt_run()
+    s.rerun_change = {
+        t: wh.rows(f"select summary from {t}.snapshots order by committed_at desc limit 1")[0].summary
+        if wh.snapshot_id(t) != snapshots[t] else {} for t in MARTS
+    }
+    s.tables_after_rerun = {t: wh.table(t) for t in MARTS}
+    s.watermark_after_rerun = wh.watermark("fct_order_item")
+
+    wh.dbt_run("--full-refresh")
+    s.tables_after_full_refresh = {t: wh.table(t) for t in MARTS}
+    return s
+
+
+def test_correction_with_old_order_date_and_new_update_time_is_merged(scenario):
+    line = scenario.after[(101, 1)]
+    assert scenario.base[(101, 1)].quantity == 2
+    assert (line.quantity, line.net_amount, line.order_date) == (5, Decimal("50.00"), date(2025, 1, 2))
+    assert line.updated_at == ts("2025-01-11 09:00").replace(tzinfo=None)
+
+
+def test_header_only_change_restates_its_lines(scenario):
+    assert scenario.base[(102, 1)].channel_key == md5_key("app")
+    assert scenario.after[(102, 1)].channel_key == md5_key("phone")
+    assert scenario.orders_after[102].channel_key == md5_key("phone")
+
+
+def test_ordered_at_correction_moves_lines_to_the_new_partition_and_leaves_no_copy(scenario):
+    lines = [key for key in scenario.after if key[0] == 103]
+    assert lines == [(103, 1)]
+    assert scenario.after[(103, 1)].order_date == date(2025, 1, 8)
+    assert scenario.after[(103, 1)].order_date_key == 20250108
+    assert scenario.orders_after[103].order_date == date(2025, 1, 8)
+
+
+def test_older_version_landing_after_a_newer_one_is_ignored(scenario):
+    assert scenario.orders_after[106].status == "shipped"
+    assert scenario.orders_after[106].channel_key == md5_key("web")
+
+
+def test_duplicate_versions_are_deduped_to_one_row(scenario):
+    assert [key for key in scenario.after if key[0] == 105] == [(105, 1)]
+    assert scenario.after[(105, 1)].quantity == 4
+    assert scenario.orders_after[105].item_count == 1
+
+
+def test_deletes_remove_lines_and_orders(scenario):
+    assert (104, 1) in scenario.base and (104, 1) not in scenario.after
+    assert (105, 2) in scenario.base and (105, 2) not in scenario.after
+    assert 104 not in scenario.orders_after
+
+
+def test_late_product_version_restates_the_cost_of_the_lines_it_now_covers(scenario):
+    assert scenario.base[(107, 1)].cost_amount == Decimal("20.00")
+    assert scenario.after[(107, 1)].cost_amount == Decimal("24.00")
+    assert scenario.after[(107, 1)].product_key == md5_key(2, "2025-01-09 00:00:00")
+    # ordered before the new version: still the old cost
+    assert scenario.after[(103, 1)].cost_amount == Decimal("30.00")
+
+
+def test_type2_product_dimension_closes_the_previous_version(scenario):
+    versions = [(r.product_id, r.unit_cost, r.valid_to, r.is_current) for r in scenario.dim_product if r.product_id == 2]
+    assert versions == [
+        (2, Decimal("10.00"), ts("2025-01-09 00:00").replace(tzinfo=None), False),
+        (2, Decimal("12.00"), None, True),
+    ]
+
+
+def test_untouched_lines_are_not_rewritten(scenario):
+    for key in [(108, 1), (109, 1), (101, 2)]:
+        assert scenario.after[key] == scenario.base[key]
+
+
+def test_merge_rewrites_only_the_partitions_of_changed_rows(scenario):
+    # dates holding changed rows: 101 (01-02), 102 (01-03), 103 (01-04 and 01-08), 104 (01-05),
+    # 105 (01-06), 106 (01-10, header restated), 107 (01-09)
+    assert scenario.fact_change.changed_partitions == 8
+    for untouched in [(date(2025, 1, 1),), (date(2025, 1, 7),)]:
+        assert scenario.files_after[untouched] == scenario.files_before[untouched]
+    assert scenario.fact_change.snapshots == 1
+
+
+def test_changelog_counts_match_the_cases(scenario):
+    change = scenario.fact_change
+    # updated: 101/1, 102/1, 103/1, 105/1, 106/1, 107/1; deleted: 104/1, 105/2
+    assert (change.inserted, change.updated, change.deleted) == (0, 6, 2)
+
+
+def test_watermark_advances_to_the_greatest_update_time_loaded(scenario):
+    assert scenario.watermark_before == ts("2025-01-10 10:00").replace(tzinfo=None)
+    assert scenario.watermark_after == ts("2025-01-11 10:30").replace(tzinfo=None)
+
+
+def test_data_tests_pass_after_the_incremental_run(scenario):
+    tests = [r for r in scenario.build_results if r.resource_type == "test"]
+    assert len(tests) > 30
+    assert {r.status for r in tests} == {"pass"}
+
+
+def test_rerun_without_new_data_changes_nothing(scenario):
+    assert scenario.tables_after_rerun == scenario.tables_after
+    for table, summary in scenario.rerun_change.items():
+        assert int(summary.get("added-records", 0)) == 0, table
+        assert int(summary.get("deleted-records", 0)) == 0, table
+        assert int(summary.get("changed-partition-count", 0)) == 0, table
+    assert scenario.watermark_after_rerun == scenario.watermark_after
+
+
+def test_full_refresh_equals_the_incremental_result(scenario):
+    assert scenario.tables_after_full_refresh == scenario.tables_after
