@@ -1,0 +1,52 @@
+"""The project's own conventions, checked without Spark: contract, documentation, layout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from pipeline import contract
+from pipeline.paths import PROJECT_DIR
+
+
+def _yml(path: str) -> dict:
+    return yaml.safe_load((PROJECT_DIR / path).read_text())
+
+
+def test_sources_yml_declares_exactly_the_landing_contract():
+    [source] = _yml("models/staging/shop/_shop__sources.yml")["sources"]
+    assert source["schema"] == contract.RAW_SCHEMA
+    declared = {t["name"]: [c["name"] for c in t["columns"]] for t in source["tables"]}
+    expected = {
+        name: [c.name for c in columns] + [name for name, _ in contract.AUDIT_COLUMNS]
+        for name, columns in contract.TABLES.items()
+    }
+    assert declared == expected
+
+
+def test_every_model_is_documented_in_its_folder_yml():
+    for sql in (PROJECT_DIR / "models").rglob("*.sql"):
+        ymls = list(sql.parent.glob("_*.yml"))
+        documented = {m["name"]: m for y in ymls for m in (yaml.safe_load(y.read_text()).get("models") or [])}
+        assert sql.stem in documented, f"{sql} has no entry in {sql.parent}/_*.yml"
+        assert documented[sql.stem].get("description"), sql.stem
+
+
+def test_every_macro_is_documented_and_named_after_its_file():
+    for sql in (PROJECT_DIR / "macros").rglob("*.sql"):
+        text = sql.read_text()
+        assert f"macro {sql.stem}(" in text or f"test {sql.stem}(" in text, f"{sql}: macro name != file name"
+        ymls = list(sql.parent.glob("_*.yml"))
+        documented = {m["name"] for y in ymls for m in (yaml.safe_load(y.read_text()).get("macros") or [])}
+        # dbt documents a generic test `x` as the macro `test_x`
+        assert {sql.stem, f"test_{sql.stem}"} & documented, f"{sql.stem} undocumented in {sql.parent}"
+
+
+def test_every_primary_key_is_tested_unique_and_not_null():
+    for yml in (PROJECT_DIR / "models" / "marts").glob("_*.yml"):
+        for model in yaml.safe_load(yml.read_text())["models"]:
+            sql = (yml.parent / f"{model['name']}.sql").read_text()
+            key = sql.split("unique_key='")[1].split("'")[0]
+            [column] = [c for c in model["columns"] if c["name"] == key]
+            assert {"unique", "not_null"} <= set(column.get("data_tests", [])), model["name"]

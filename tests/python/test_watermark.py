@@ -1,0 +1,75 @@
+"""The watermark: advanced only after a committed MERGE, and the limits of the lookback."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from helpers import Warehouse, customer, item, order, product, ts
+
+
+def naive(text: str):
+    return ts(text).replace(tzinfo=None)
+
+
+@pytest.fixture
+def base(warehouse: Warehouse) -> Warehouse:
+    """Two orders; after the build the watermark is 2025-01-10 10:00 (window from 01-07 10:00)."""
+    warehouse.land(
+        customers=[customer(1, "2024-12-01 00:00")],
+        products=[product(1, "2024-12-01 00:00", unit_cost="5.00")],
+        orders=[order(101, "2025-01-02 10:00"), order(102, "2025-01-10 10:00")],
+        order_items=[item(101, 1, "2025-01-02 10:00", quantity=2), item(102, 1, "2025-01-10 10:00")],
+    )
+    warehouse.dbt_run()
+    assert warehouse.watermark("fct_order_item") == naive("2025-01-10 10:00")
+    return warehouse
+
+
+def test_failing_model_leaves_watermark_and_table_unchanged(base: Warehouse):
+    before = base.table("marts.fct_order_item")
+    base.land(orders=[order(103, "2025-01-11 10:00")], order_items=[item(103, 1, "2025-01-11 10:00")])
+    # break the fact: its select no longer matches the table, so its MERGE fails
+    base.spark.sql("alter table marts.fct_order_item add column unexpected string")
+    results = base.dbt.invoke("run", check=False)
+    status = {r.name: r.status for r in results}
+    assert status["fct_order_item"] == "error"
+    assert status["fct_orders"] == "success"
+    assert base.watermark("fct_order_item") == naive("2025-01-10 10:00")
+    assert base.watermark("fct_orders") == naive("2025-01-11 10:00")
+    assert [row[:-1] for row in base.table("marts.fct_order_item")] == before
+
+    base.spark.sql("alter table marts.fct_order_item drop column unexpected")
+    base.dbt_run("--select", "fct_order_item")
+    assert (103, 1) in base.fact_lines()
+    assert base.watermark("fct_order_item") == naive("2025-01-11 10:00")
+
+
+def test_late_version_inside_the_lookback_is_picked_up(base: Warehouse):
+    # updated 2025-01-08, landed after the watermark reached 2025-01-10: inside the 3-day window
+    base.land(order_items=[item(101, 1, "2025-01-08 00:00", quantity=7)])
+    base.dbt_run()
+    assert base.fact_lines()[(101, 1)].quantity == 7
+    assert base.watermark("fct_order_item") == naive("2025-01-10 10:00")
+
+
+def test_version_older_than_the_window_is_reported_as_a_silent_miss(base: Warehouse):
+    # updated before the window start (2025-01-07 10:00): the incremental run cannot see them
+    base.land(order_items=[item(101, 1, "2025-01-05 00:00", quantity=9), item(101, 2, "2025-01-04 00:00")])
+    base.dbt_run()
+    assert base.fact_lines()[(101, 1)].quantity == 2
+    results = {r.name.split("_fct_")[0]: r for r in base.dbt.invoke("test", "--select", "fct_order_item", check=False)
+               if r.resource_type == "test"}
+    assert results["no_unloaded_changes"].status == "fail"
+    assert results["no_unloaded_changes"].failures == 2
+    assert results["reconcile_daily_totals"].status == "fail"
+    assert results["reconcile_daily_totals"].failures == 1  # 2025-01-02
+
+    # the restatement path: a full refresh of the model reloads them
+    base.dbt_run("--select", "fct_order_item", "--full-refresh")
+    lines = base.fact_lines()
+    assert lines[(101, 1)].quantity == 9 and (101, 2) in lines
+    assert lines[(101, 1)].net_amount == Decimal("90.00")
+    statuses = {r.status for r in base.dbt.invoke("test", "--select", "fct_order_item") if r.resource_type == "test"}
+    assert statuses == {"pass"}
