@@ -5,9 +5,11 @@
     passes a row that was not loaded. dbt runs post-hooks only after the main statement
     succeeded: a failed MERGE leaves the watermark untouched. The watermark never moves back.
     The update timestamp of a source is its freshness `loaded_at_field` (updated_at here).
-    Renders nothing (no statement) for a model without sources. -#}
+    Renders nothing (no statement) for a model without sources, and in a backfill (vars
+    backfill_start/backfill_end): a backfill restates history and never moves the daily
+    pipeline's watermark. -#}
 {% macro advance_watermark() %}
-    {% if not execute %}
+    {% if not execute or backfill_window() is not none %}
         {{ return('') }}
     {% endif %}
     {% set source_ids = upstream_sources(model.unique_id) %}

@@ -6,14 +6,14 @@
 
 -- Type 1: one row per customer, overwritten with the current version. A deleted customer keeps
 -- its row, flagged is_deleted, so facts that reference it stay joinable.
-{%- set lower_bound = incremental_lower_bound('customers') %}
+{%- set scope = incremental_scope('customers') %}
 
 with
 
 customers as (
     select * from {{ ref('stg_shop__customers') }}
-    {% if lower_bound %}
-        where updated_at > {{ lower_bound }}
+    {% if scope %}
+        where {{ scope }}
     {% endif %}
 ),
 

@@ -7,7 +7,7 @@
 -- Type 2: one row per product version, effective from its updated_at until the next version's.
 -- A run rebuilds every version of each product that has a version changed after the lower
 -- bound, so a late version both appears and closes the interval of the version before it.
-{%- set lower_bound = incremental_lower_bound('products') %}
+{%- set scope = incremental_scope('products') %}
 
 with
 
@@ -18,8 +18,8 @@ product_versions as (
 changed_products as (
     select distinct product_id
     from product_versions
-    {% if lower_bound %}
-        where updated_at > {{ lower_bound }}
+    {% if scope %}
+        where {{ scope }}
     {% endif %}
 ),
 

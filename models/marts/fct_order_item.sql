@@ -9,14 +9,14 @@
 -- A run's scope is every line whose current state changed after the lower bound (the stored
 -- watermark minus the sales lookback): a changed line, a changed order header (restates all
 -- its lines), or a new product version now in effect (restates their cost).
-{%- set lower_bound = incremental_lower_bound('sales') %}
+{%- set scope = incremental_scope('sales', 'order_date', 'order_item_sk') %}
 
 with
 
 current_state as (
     select * from {{ ref('int_order_items__current_state') }}
-    {% if lower_bound %}
-        where updated_at > {{ lower_bound }}
+    {% if scope %}
+        where {{ scope }}
     {% endif %}
 ),
 

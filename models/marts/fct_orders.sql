@@ -7,14 +7,14 @@
 
 -- One row per current, non-deleted order with totals from its current lines. A run's scope is
 -- every order whose header or any of whose lines changed after the lower bound.
-{%- set lower_bound = incremental_lower_bound('sales') %}
+{%- set scope = incremental_scope('sales', 'order_date', 'order_id') %}
 
 with
 
 current_state as (
     select * from {{ ref('int_orders__current_state') }}
-    {% if lower_bound %}
-        where updated_at > {{ lower_bound }}
+    {% if scope %}
+        where {{ scope }}
     {% endif %}
 ),
 

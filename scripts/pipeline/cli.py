@@ -27,6 +27,32 @@ def build_parser() -> argparse.ArgumentParser:
     land.add_argument("files", nargs="+", type=Path, help="Parquet or CSV files, or day folders holding them")
     land.add_argument("--table", help="raw table to append to (default: from each file's name)")
 
+    backfill = commands.add_parser(
+        "backfill",
+        help="restate [start, end) of event dates in windows, isolated on Iceberg branches, published atomically",
+        description="Restate the models' rows whose event date is in [--start, --end): one `dbt run --vars` per "
+        "window of at most --batch-days days, all writes on an Iceberg branch per table, data tests on the "
+        "branches, then every table published at once (or none). Checkpointed (--resume), reversible (rollback). "
+        "Exit codes: 0 published or planned, 1 gate failed or run failed, 2 refused (bad argument, lock, moved main).",
+    )
+    backfill.add_argument("--start", help="first event date, YYYY-MM-DD (inclusive)")
+    backfill.add_argument("--end", help="last event date, YYYY-MM-DD (exclusive)")
+    backfill.add_argument("--select", help="models to restate (space or comma separated); everything downstream "
+                          "of them is included; default: every incremental model")
+    backfill.add_argument("--batch-days", type=int, default=7,
+                          help="days per window (default %(default)s; at most the project var backfill_max_batch_days)")
+    backfill.add_argument("--reason", help="why history is rewritten; required, recorded with the run")
+    backfill.add_argument("--dry-run", action="store_true",
+                          help="print windows, models and what each window may rewrite (Iceberg metadata only); write nothing")
+    backfill.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted or failed run after its last finished window")
+    backfill.add_argument("--abandon", metavar="RUN_ID", help="drop an unpublished run's branches and release its lock")
+
+    status = commands.add_parser("status", help="list backfill runs, or one run's windows and tables")
+    status.add_argument("run_id", nargs="?", help="a run id (bf_...)")
+
+    rollback = commands.add_parser("rollback", help="restore every table of a published backfill to its snapshot before publishing")
+    rollback.add_argument("run_id", help="a run id (bf_...)")
+
     main = commands.add_parser("main", help="the main job on the embedded Spark")
     main.add_argument("--seed", type=int, default=generator.GeneratorConfig.seed,
                       help="random seed of the sample (default %(default)s)")
@@ -56,9 +82,68 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {error}; nothing was appended", file=sys.stderr)
             return 2
         return 0
+    if args.command in ("backfill", "status", "rollback"):
+        return _backfill_command(args)
     from pipeline import main_job
 
     return main_job.main(generator.GeneratorConfig(seed=args.seed, days=args.days, orders_per_day=args.orders_per_day))
+
+
+def _backfill_command(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from pipeline.backfill.plan import PlanError, check_run_id, parse_date, parse_selectors, check_reason
+    from pipeline.backfill.runner import Backfill, BackfillRefused
+    from pipeline.dbt import Dbt, DbtError
+    from pipeline.spark import get_spark
+
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    try:
+        # everything from the command line is checked before Spark or dbt starts
+        if args.command in ("status", "rollback") and args.run_id:
+            check_run_id(args.run_id)
+        if args.command == "backfill":
+            modes = [bool(args.resume), bool(args.abandon), bool(args.start or args.end)]
+            if sum(modes) != 1:
+                raise PlanError("give either --start/--end (a new backfill), --resume RUN_ID or --abandon RUN_ID")
+            if args.resume or args.abandon:
+                check_run_id(args.resume or args.abandon)
+            else:
+                parse_date(args.start, "--start")
+                parse_date(args.end, "--end")
+                parse_selectors(args.select)
+                if not args.dry_run:
+                    check_reason(args.reason)
+        runner = Backfill(Dbt(quiet=True), get_spark(), console)
+        if args.command == "status":
+            for table in runner.status(args.run_id):
+                console.print(table)
+            return 0
+        if args.command == "rollback":
+            runner.rollback(args.run_id)
+            console.print(f"rolled back {args.run_id}")
+            return 0
+        if args.resume:
+            run_id = runner.resume(args.resume)
+        elif args.abandon:
+            runner.abandon(args.abandon)
+            console.print(f"abandoned {args.abandon}")
+            return 0
+        else:
+            plan = runner.plan(args.start, args.end, args.select, args.batch_days)
+            if args.dry_run:
+                console.print(runner.dry_run(plan))
+                return 0
+            run_id = runner.start(plan, args.reason)
+        for table in runner.status(run_id):
+            console.print(table)
+        return 0 if runner.status_of(run_id) == "published" else 1
+    except (PlanError, BackfillRefused) as error:
+        console.print(f"[red]refused:[/] {error}")
+        return 2
+    except DbtError as error:
+        console.print(f"[red]failed:[/] {error}")
+        return 1
 
 
 if __name__ == "__main__":

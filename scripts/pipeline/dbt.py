@@ -61,6 +61,16 @@ class Dbt:
         return nodes
 
 
+    def ls(self, *args: str) -> list[str]:
+        """`dbt ls ... --output name`: the selected nodes' names."""
+        full = ["--quiet", "--log-path", str(paths.state_dir() / "logs"), "ls", *args, "--output", "name",
+                "--project-dir", str(paths.PROJECT_DIR), "--profiles-dir", str(paths.PROFILES_DIR)]
+        result: dbtRunnerResult = self._runner.invoke(full)
+        if result.exception is not None or not result.success:
+            raise DbtError(["ls", *args], [], result.exception)
+        return [str(name) for name in result.result or []]
+
+
 def _node_results(result: dbtRunnerResult) -> list[NodeResult]:
     nodes = []
     for item in getattr(result.result, "results", None) or []:

@@ -1,0 +1,21 @@
+{#- The predicate that limits a run to its scope, or none when every row is in scope.
+    - Daily run: `updated_at > <watermark - lookback>` (incremental_lower_bound, rule 1).
+    - Backfill (vars backfill_start/backfill_end): the rows whose event date is in the window,
+      plus the rows the table holds in that window (so a row that moved out of it is restated
+      too); the same models, macros and MERGE as the daily run. A model without an event date
+      (a dimension) is restated whole in a backfill: the MERGE still writes only changed rows.
+    - Full build / full refresh: none. -#}
+{% macro incremental_scope(domain, event_date_column=none, unique_key=none) %}
+    {% set window = backfill_window() %}
+    {% if window is not none and is_incremental() %}
+        {% if event_date_column is none %}
+            {{ return(none) }}
+        {% endif %}
+        {% set in_window = event_date_column ~ " >= date'" ~ window.start ~ "' and "
+            ~ event_date_column ~ " < date'" ~ window.end ~ "'" %}
+        {{ return("(" ~ in_window ~ ") or " ~ unique_key ~ " in (select " ~ unique_key
+            ~ " from " ~ this ~ " where " ~ in_window ~ ")") }}
+    {% endif %}
+    {% set lower_bound = incremental_lower_bound(domain) %}
+    {{ return(none if lower_bound is none else "updated_at > " ~ lower_bound) }}
+{% endmacro %}

@@ -1,0 +1,133 @@
+"""The backfill control tables (schema `control`), written only through bound parameters.
+
+- backfill_runs: one row per run: parameters, reason, git commit, status, owner, heartbeat.
+  A row in status 'running' is the lock on its models.
+- backfill_windows: one row per window and status; rows added/deleted per table (JSON, from
+  the Iceberg snapshot summaries of the branch).
+- backfill_tables: per table of a run: the branch, main's snapshot when the branch was cut,
+  main's snapshot just before publishing (what `rollback` restores) and after.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+from pyspark.sql import SparkSession
+
+SCHEMA = "control"
+ACTIVE = ("running",)
+
+_DDL = {
+    "backfill_runs": """
+        run_id string, status string, start_date date, end_date date, batch_days int,
+        selection string, models string, reason string, git_commit string, owner string,
+        created_at timestamp, heartbeat_at timestamp, finished_at timestamp, message string""",
+    "backfill_windows": """
+        run_id string, window_index int, window_start date, window_end date, status string,
+        started_at timestamp, finished_at timestamp, table_stats string""",
+    "backfill_tables": """
+        run_id string, table_name string, branch string, base_snapshot_id bigint,
+        pre_publish_snapshot_id bigint, published_snapshot_id bigint, rolled_back_at timestamp""",
+}
+
+
+@dataclass(frozen=True)
+class Run:
+    run_id: str
+    status: str
+    start_date: object
+    end_date: object
+    batch_days: int
+    selection: str
+    models: list[str]
+    reason: str
+    git_commit: str
+    owner: str
+    created_at: datetime | None  # set by the engine on insert
+    heartbeat_at: datetime | None
+    finished_at: datetime | None
+    message: str | None
+
+
+class Control:
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+        spark.sql(f"create schema if not exists {SCHEMA}")
+        for table, columns in _DDL.items():
+            spark.sql(f"create table if not exists {SCHEMA}.{table} ({columns}) using iceberg")
+
+    def _sql(self, text: str, **args):
+        return self.spark.sql(text, args=args)
+
+    # -- runs --------------------------------------------------------------------------------
+    def create_run(self, run: Run) -> None:
+        self._sql(
+            f"insert into {SCHEMA}.backfill_runs values (:run_id, :status, :start_date, :end_date, :batch_days,"
+            " :selection, :models, :reason, :git_commit, :owner, current_timestamp(), current_timestamp(), null, null)",
+            run_id=run.run_id, status=run.status, start_date=run.start_date, end_date=run.end_date,
+            batch_days=run.batch_days, selection=run.selection, models=json.dumps(run.models), reason=run.reason,
+            git_commit=run.git_commit, owner=run.owner,
+        )
+
+    def set_status(self, run_id: str, status: str, message: str | None = None, finished: bool = False) -> None:
+        finished_sql = "current_timestamp()" if finished else "finished_at"
+        self._sql(
+            f"update {SCHEMA}.backfill_runs set status = :status, message = :message, heartbeat_at = current_timestamp(),"
+            f" finished_at = {finished_sql} where run_id = :run_id",
+            status=status, message=message, run_id=run_id,
+        )
+
+    def heartbeat(self, run_id: str, owner: str) -> None:
+        self._sql(f"update {SCHEMA}.backfill_runs set heartbeat_at = current_timestamp(), owner = :owner"
+                  " where run_id = :run_id", owner=owner, run_id=run_id)
+
+    def runs(self, run_id: str | None = None) -> list[Run]:
+        where = "where run_id = :run_id" if run_id else ""
+        rows = self._sql(f"select * from {SCHEMA}.backfill_runs {where} order by created_at", run_id=run_id or "").collect()
+        return [Run(**{**row.asDict(), "models": json.loads(row.models)}) for row in rows]
+
+    def active_runs(self) -> list[Run]:
+        return [run for run in self.runs() if run.status in ACTIVE]
+
+    # -- windows -----------------------------------------------------------------------------
+    def add_windows(self, run_id: str, windows) -> None:
+        for window in windows:
+            self._sql(f"insert into {SCHEMA}.backfill_windows values (:run_id, :i, :s, :e, 'pending', null, null, null)",
+                      run_id=run_id, i=window.index, s=window.start, e=window.end)
+
+    def window_status(self, run_id: str) -> dict[int, str]:
+        rows = self._sql(f"select window_index, status from {SCHEMA}.backfill_windows where run_id = :run_id",
+                         run_id=run_id).collect()
+        return {row.window_index: row.status for row in rows}
+
+    def windows(self, run_id: str) -> list:
+        return self._sql(f"select * from {SCHEMA}.backfill_windows where run_id = :run_id order by window_index",
+                         run_id=run_id).collect()
+
+    def window_started(self, run_id: str, index: int) -> None:
+        self._sql(f"update {SCHEMA}.backfill_windows set status = 'running', started_at = current_timestamp()"
+                  " where run_id = :run_id and window_index = :i", run_id=run_id, i=index)
+
+    def window_done(self, run_id: str, index: int, stats: dict) -> None:
+        self._sql(f"update {SCHEMA}.backfill_windows set status = 'done', finished_at = current_timestamp(),"
+                  " table_stats = :stats where run_id = :run_id and window_index = :i",
+                  stats=json.dumps(stats, sort_keys=True), run_id=run_id, i=index)
+
+    # -- tables ------------------------------------------------------------------------------
+    def add_table(self, run_id: str, table: str, branch: str, base_snapshot_id: int | None) -> None:
+        self._sql(f"insert into {SCHEMA}.backfill_tables values (:run_id, :t, :b, :base, null, null, null)",
+                  run_id=run_id, t=table, b=branch, base=base_snapshot_id)
+
+    def tables(self, run_id: str) -> list:
+        return self._sql(f"select * from {SCHEMA}.backfill_tables where run_id = :run_id order by table_name",
+                         run_id=run_id).collect()
+
+    def table_published(self, run_id: str, table: str, pre: int, published: int) -> None:
+        self._sql(f"update {SCHEMA}.backfill_tables set pre_publish_snapshot_id = :pre, published_snapshot_id = :pub"
+                  " where run_id = :run_id and table_name = :t", pre=pre, pub=published, run_id=run_id, t=table)
+
+    def table_rolled_back(self, run_id: str, table: str) -> None:
+        self._sql(f"update {SCHEMA}.backfill_tables set rolled_back_at = current_timestamp()"
+                  " where run_id = :run_id and table_name = :t", run_id=run_id, t=table)

@@ -1,0 +1,85 @@
+"""Planning a backfill: strict validation of everything that comes from the command line, and
+the split of [start, end) into windows. Pure: no Spark, no dbt."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_SELECTOR = re.compile(r"\+?[A-Za-z_][A-Za-z0-9_]*\+?")
+_RUN_ID = re.compile(r"bf_\d{8}_\d{6}_[0-9a-f]{6}")
+MAX_REASON = 500
+
+
+class PlanError(ValueError):
+    """An argument that cannot be used; the message names it."""
+
+
+def parse_date(text: str, argument: str) -> date:
+    if not isinstance(text, str) or not _DATE.fullmatch(text):
+        raise PlanError(f"{argument} must be a date YYYY-MM-DD, got {text!r}")
+    try:
+        return date.fromisoformat(text)
+    except ValueError as exc:
+        raise PlanError(f"{argument} is not a calendar date: {text!r} ({exc})") from exc
+
+
+def parse_selectors(text: str | None) -> list[str]:
+    """Model names, optionally with dbt's `+` graph operators; nothing else reaches dbt."""
+    if text is None:
+        return []
+    selectors = [part for part in re.split(r"[\s,]+", text.strip()) if part]
+    if not selectors:
+        raise PlanError("--select is empty")
+    for selector in selectors:
+        if not _SELECTOR.fullmatch(selector):
+            raise PlanError(
+                f"--select {selector!r} is not a model name (letters, digits, underscores, "
+                "optional leading/trailing '+')"
+            )
+    return selectors
+
+
+def check_reason(text: str | None) -> str:
+    reason = (text or "").strip()
+    if not reason:
+        raise PlanError("--reason is required: say why history is rewritten (it is recorded)")
+    if len(reason) > MAX_REASON:
+        raise PlanError(f"--reason is longer than {MAX_REASON} characters")
+    if any(ord(ch) < 32 and ch not in "\t" for ch in reason):
+        raise PlanError("--reason contains control characters")
+    return reason
+
+
+def check_run_id(text: str) -> str:
+    if not isinstance(text, str) or not _RUN_ID.fullmatch(text):
+        raise PlanError(f"run id {text!r} is not of the form bf_YYYYMMDD_HHMMSS_xxxxxx")
+    return text
+
+
+@dataclass(frozen=True)
+class Window:
+    index: int
+    start: date
+    end: date  # exclusive
+
+    @property
+    def dbt_vars(self) -> dict[str, str]:
+        return {"backfill_start": self.start.isoformat(), "backfill_end": self.end.isoformat()}
+
+
+def windows(start: date, end: date, batch_days: int, max_batch_days: int) -> list[Window]:
+    """[start, end) in consecutive windows of at most batch_days days."""
+    if start >= end:
+        raise PlanError(f"--start {start} must be before --end {end} (end is exclusive)")
+    if not 1 <= batch_days <= max_batch_days:
+        raise PlanError(f"--batch-days must be between 1 and {max_batch_days} (project var backfill_max_batch_days), got {batch_days}")
+    result = []
+    cursor = start
+    while cursor < end:
+        stop = min(cursor + timedelta(days=batch_days), end)
+        result.append(Window(len(result), cursor, stop))
+        cursor = stop
+    return result

@@ -1,0 +1,346 @@
+"""Running a backfill: write-audit-publish over Iceberg branches, one dbt run per window.
+
+A run cuts a branch (named after the run id) on every table in scope and sets
+`spark.wap.branch`, so each window's `dbt run --vars {backfill_start, backfill_end}` merges into
+the branches only; main, and every reader of it, sees nothing. Then the data tests run against
+the branches (the gate). Only if they pass is every table fast-forwarded to its branch, after
+checking that no table's main moved meanwhile: all published, or none. Each window is
+checkpointed in the control tables, so `resume` continues after the last finished one; the
+snapshot each table had before publishing is recorded, so `rollback` restores it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Callable
+
+import yaml
+from pyspark.sql import SparkSession
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from pipeline import iceberg, paths
+from pipeline.backfill import plan as planning
+from pipeline.backfill.control import Control, Run
+from pipeline.dbt import Dbt
+from pipeline.manifest import IncrementalModel, incremental_models
+
+
+class BackfillRefused(RuntimeError):
+    """The backfill cannot start, resume, publish or roll back; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    start: date
+    end: date
+    batch_days: int
+    selection: str
+    models: list[IncrementalModel]
+    windows: list[planning.Window]
+
+
+def max_batch_days() -> int:
+    project = yaml.safe_load((paths.PROJECT_DIR / "dbt_project.yml").read_text())
+    return int(project["vars"]["backfill_max_batch_days"])
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=paths.PROJECT_DIR, capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+class Backfill:
+    def __init__(self, dbt: Dbt, spark: SparkSession, console: Console | None = None,
+                 stale_after: timedelta = timedelta(minutes=10)) -> None:
+        self.dbt = dbt
+        self.spark = spark
+        self.console = console or Console()
+        self.stale_after = stale_after
+        self.owner = f"{socket.gethostname()}:{os.getpid()}"
+        # called after each finished window (tests use it to stop a run at a given point)
+        self.after_window: Callable[[planning.Window], None] = lambda window: None
+
+    # -- planning ----------------------------------------------------------------------------
+    def plan(self, start: str, end: str, select: str | None, batch_days: int) -> Plan:
+        first = planning.parse_date(start, "--start")
+        last = planning.parse_date(end, "--end")
+        selectors = planning.parse_selectors(select)
+        windows = planning.windows(first, last, batch_days, max_batch_days())
+        models = self._models_in_scope(selectors)
+        return Plan(first, last, batch_days, " ".join(selectors) or "(all)", models, windows)
+
+    def _models_in_scope(self, selectors: list[str]) -> list[IncrementalModel]:
+        """The incremental models selected and everything downstream of them."""
+        self.dbt.invoke("parse")
+        incremental = {m.name: m for m in incremental_models()}
+        if selectors:
+            downstream = [s if s.endswith("+") else s + "+" for s in selectors]
+            names = set(self.dbt.ls("--resource-type", "model", "--select", *downstream))
+            unknown = [s.strip("+") for s in selectors if s.strip("+") not in names]
+            if unknown:
+                raise planning.PlanError(f"--select {unknown[0]!r} matches no model of the project")
+            names &= set(incremental)
+        else:
+            names = set(incremental)
+        if not names:
+            raise planning.PlanError(f"--select {' '.join(selectors)!r} reaches no incremental model")
+        models = [incremental[name] for name in sorted(names)]
+        missing = [m.relation for m in models if not iceberg.table_exists(self.spark, m.relation)]
+        if missing:
+            raise BackfillRefused(f"{missing[0]} does not exist yet: build it first (dbt build), then backfill")
+        return models
+
+    # -- dry run -----------------------------------------------------------------------------
+    def dry_run(self, plan: Plan) -> Table:
+        """What the backfill would touch, from Iceberg metadata tables only; writes nothing."""
+        table = Table(title=f"backfill plan {plan.start} .. {plan.end} (end exclusive), {len(plan.windows)} windows")
+        for column in ("window", "model", "partitions", "rows", "files", "MB"):
+            table.add_column(column, justify="left" if column in ("window", "model") else "right")
+        for window in plan.windows:
+            for model in plan.models:
+                partitions, rows, files, size = self._in_window(model.relation, window)
+                table.add_row(f"{window.index}: {window.start} .. {window.end}", model.name,
+                              str(partitions), str(rows), str(files), f"{size / 1e6:.1f}")
+        raw_rows = sum(self._metadata_totals(f"raw.{name}")[1] for name in ("orders", "order_items", "customers", "products"))
+        table.caption = (f"each window is one `dbt run` of {len(plan.models)} models; the staging views read all "
+                         f"{raw_rows} raw versions per window to pick current versions; rows/partitions above "
+                         "are what the MERGEs may rewrite")
+        return table
+
+    def _in_window(self, relation: str, window: planning.Window) -> tuple[int, int, int, int]:
+        columns = [f.name for f in self.spark.table(f"{relation}.partitions").schema]
+        if "partition" in columns and "order_date" in self.spark.table(f"{relation}.partitions").schema["partition"].dataType.names:
+            row = self.spark.sql(
+                f"select count(*), coalesce(sum(record_count), 0), coalesce(sum(file_count), 0),"
+                f" coalesce(sum(total_data_file_size_in_bytes), 0) from {relation}.partitions"
+                " where partition.order_date >= :s and partition.order_date < :e",
+                args={"s": window.start, "e": window.end}).collect()[0]
+            return tuple(int(v) for v in row)  # type: ignore[return-value]
+        return self._metadata_totals(relation)
+
+    def _metadata_totals(self, relation: str) -> tuple[int, int, int, int]:
+        if not iceberg.table_exists(self.spark, relation):
+            return (0, 0, 0, 0)
+        row = self.spark.sql(f"select count(*), coalesce(sum(record_count), 0), coalesce(sum(file_count), 0), "
+                             f"coalesce(sum(total_data_file_size_in_bytes), 0) from {relation}.partitions").collect()[0]
+        return tuple(int(v) for v in row)  # type: ignore[return-value]
+
+    # -- start / resume ------------------------------------------------------------------------
+    def start(self, plan: Plan, reason: str) -> str:
+        reason = planning.check_reason(reason)
+        control = Control(self.spark)
+        self._refuse_overlap(control, [m.name for m in plan.models])
+        run_id = f"bf_{datetime.now(UTC):%Y%m%d_%H%M%S}_{secrets.token_hex(3)}"
+        control.create_run(Run(run_id, "running", plan.start, plan.end, plan.batch_days, plan.selection,
+                               [m.name for m in plan.models], reason, git_commit(), self.owner,
+                               None, None, None, None))
+        control.add_windows(run_id, plan.windows)
+        for model in plan.models:
+            base = iceberg.current_snapshot_id(self.spark, model.relation)
+            self.spark.sql(f"alter table {model.relation} create branch if not exists {run_id}")
+            control.add_table(run_id, model.relation, run_id, base)
+        self.console.print(f"backfill [bold]{run_id}[/]: {len(plan.windows)} windows, models {', '.join(m.name for m in plan.models)}")
+        return self._execute(control, run_id)
+
+    def resume(self, run_id: str) -> str:
+        run_id = planning.check_run_id(run_id)
+        control = Control(self.spark)
+        run = self._run(control, run_id)
+        if run.status not in ("running", "failed"):
+            raise BackfillRefused(f"run {run_id} is {run.status}; only a running (interrupted) or failed run resumes")
+        if run.status == "running" and not self._stale(run):
+            raise BackfillRefused(f"run {run_id} is held by {run.owner} (heartbeat {run.heartbeat_at}); "
+                                  "wait for it, or resume once its heartbeat is older than "
+                                  f"{self.stale_after}")
+        self._refuse_overlap(control, run.models, except_run=run_id)
+        control.set_status(run_id, "running")
+        control.heartbeat(run_id, self.owner)
+        self.console.print(f"resuming backfill [bold]{run_id}[/]")
+        return self._execute(control, run_id)
+
+    def abandon(self, run_id: str) -> None:
+        """Give up an unpublished run: drop its branches, release its lock. Main is untouched."""
+        run_id = planning.check_run_id(run_id)
+        control = Control(self.spark)
+        run = self._run(control, run_id)
+        if run.status in ("published", "rolled_back"):
+            raise BackfillRefused(f"run {run_id} is {run.status}; use rollback to undo a published run")
+        self._drop_branches(control, run_id)
+        control.set_status(run_id, "abandoned", "abandoned by " + self.owner, finished=True)
+
+    def _execute(self, control: Control, run_id: str) -> str:
+        run = self._run(control, run_id)
+        windows = [planning.Window(r.window_index, r.window_start, r.window_end) for r in control.windows(run_id)]
+        done = {i for i, status in control.window_status(run_id).items() if status == "done"}
+        tables = [t.table_name for t in control.tables(run_id)]
+        try:
+            self.spark.conf.set("spark.wap.branch", run_id)
+            with Progress(console=self.console, transient=False) as progress:
+                task = progress.add_task(f"{run_id} windows", total=len(windows), completed=len(done))
+                for window in windows:
+                    if window.index in done:
+                        continue
+                    control.window_started(run_id, window.index)
+                    control.heartbeat(run_id, self.owner)
+                    heads = {t: self._branch_head(t, run_id) for t in tables}
+                    self.dbt.invoke("run", "--select", *run.models, "--vars", json.dumps(window.dbt_vars))
+                    control.window_done(run_id, window.index,
+                                        {t: self._added_deleted(t, heads[t], self._branch_head(t, run_id)) for t in tables})
+                    progress.advance(task)
+                    self.after_window(window)
+            gate = [n for n in self.dbt.invoke("test", "--select", *run.models, check=False)
+                    if n.resource_type == "test" and n.status != "pass"]
+        except Exception as error:
+            control.set_status(run_id, "failed", str(error)[:2000])
+            raise
+        finally:
+            self.spark.conf.unset("spark.wap.branch")
+        if gate:
+            message = "; ".join(f"{n.name}: {n.status} ({n.failures})" for n in gate)
+            control.set_status(run_id, "gate_failed", message[:2000], finished=True)
+            self.console.print(f"[red]gate failed, nothing published[/]: {message}\n"
+                               f"inspect the branch: select ... from <table> version as of '{run_id}'")
+            return run_id
+        self._publish(control, run_id)
+        return run_id
+
+    # -- publish / rollback --------------------------------------------------------------------
+    def _publish(self, control: Control, run_id: str) -> None:
+        tables = control.tables(run_id)
+        moved = [t.table_name for t in tables if iceberg.current_snapshot_id(self.spark, t.table_name) != t.base_snapshot_id]
+        if moved:
+            message = (f"main of {', '.join(moved)} moved after the backfill started (a daily run committed); "
+                       "nothing was published. Start the backfill again for the same range "
+                       f"(this run's branches stay for inspection; `pipeline backfill --abandon {run_id}` drops them)")
+            control.set_status(run_id, "publish_refused", message, finished=True)
+            raise BackfillRefused(message)
+        published = []
+        try:
+            for table in tables:
+                pre = iceberg.current_snapshot_id(self.spark, table.table_name)
+                if self._branch_head(table.table_name, run_id) != pre:
+                    self.spark.sql(f"call spark_catalog.system.fast_forward('{table.table_name}', 'main', '{run_id}')")
+                published.append((table.table_name, pre))
+                control.table_published(run_id, table.table_name, pre, iceberg.current_snapshot_id(self.spark, table.table_name))
+        except Exception as error:
+            for name, pre in published:
+                self.spark.sql(f"call spark_catalog.system.rollback_to_snapshot('{name}', {int(pre)})")
+            control.set_status(run_id, "failed", f"publish failed, published tables rolled back: {error}"[:2000], finished=True)
+            raise
+        self._drop_branches(control, run_id)
+        control.set_status(run_id, "published", finished=True)
+        self.console.print(f"[green]published[/] {run_id}: {', '.join(t.table_name for t in tables)}")
+
+    def rollback(self, run_id: str) -> None:
+        run_id = planning.check_run_id(run_id)
+        control = Control(self.spark)
+        run = self._run(control, run_id)
+        if run.status != "published":
+            raise BackfillRefused(f"run {run_id} is {run.status}; only a published run can be rolled back")
+        tables = control.tables(run_id)
+        moved = [t.table_name for t in tables
+                 if iceberg.current_snapshot_id(self.spark, t.table_name) != t.published_snapshot_id]
+        if moved:
+            raise BackfillRefused(f"main of {', '.join(moved)} changed after {run_id} was published; rolling back "
+                                  "would also undo those later commits. Restate the range with a new backfill instead")
+        for table in tables:
+            if table.pre_publish_snapshot_id != table.published_snapshot_id:
+                self.spark.sql(f"call spark_catalog.system.rollback_to_snapshot('{table.table_name}', "
+                               f"{int(table.pre_publish_snapshot_id)})")
+            control.table_rolled_back(run_id, table.table_name)
+        control.set_status(run_id, "rolled_back", f"rolled back by {self.owner}", finished=True)
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _run(self, control: Control, run_id: str) -> Run:
+        runs = control.runs(run_id)
+        if not runs:
+            raise BackfillRefused(f"no backfill run {run_id}; `pipeline status` lists them")
+        return runs[0]
+
+    def _stale(self, run: Run) -> bool:
+        """Heartbeat older than stale_after, judged by the engine's clock (the one that wrote it)."""
+        return bool(self.spark.sql(
+            "select heartbeat_at < current_timestamp() - make_dt_interval(0, 0, 0, :seconds) from control.backfill_runs"
+            " where run_id = :run_id", args={"seconds": self.stale_after.total_seconds(), "run_id": run.run_id},
+        ).collect()[0][0])
+
+    def _refuse_overlap(self, control: Control, models: list[str], except_run: str | None = None) -> None:
+        for run in control.active_runs():
+            overlap = sorted(set(run.models) & set(models))
+            if run.run_id == except_run or not overlap:
+                continue
+            if self._stale(run):
+                raise BackfillRefused(
+                    f"run {run.run_id} still holds {', '.join(overlap)} but its last heartbeat was {run.heartbeat_at} "
+                    f"({run.owner}): if no process runs it any more, `pipeline backfill --resume {run.run_id}` "
+                    f"to finish it or `pipeline backfill --abandon {run.run_id}` to release it")
+            raise BackfillRefused(f"run {run.run_id} ({run.owner}) is backfilling {', '.join(overlap)}; wait for it")
+
+    def _branch_head(self, table: str, branch: str) -> int | None:
+        rows = self.spark.sql(f"select snapshot_id from {table}.refs where name = :b", args={"b": branch}).collect()
+        return rows[0][0] if rows else None
+
+    def _added_deleted(self, table: str, before: int | None, after: int | None) -> dict[str, int]:
+        """Sum of the snapshot summaries from `before` (exclusive) up to `after` on a branch."""
+        snapshots = {r.snapshot_id: r for r in self.spark.sql(f"select snapshot_id, parent_id, summary from {table}.snapshots").collect()}
+        added = deleted = partitions = 0
+        cursor = after
+        while cursor is not None and cursor != before and cursor in snapshots:
+            summary = snapshots[cursor].summary
+            added += int(summary.get("added-records", 0) or 0)
+            deleted += int(summary.get("deleted-records", 0) or 0)
+            partitions += int(summary.get("changed-partition-count", 0) or 0)
+            cursor = snapshots[cursor].parent_id
+        return {"added": added, "deleted": deleted, "changed_partitions": partitions}
+
+    def _drop_branches(self, control: Control, run_id: str) -> None:
+        for table in control.tables(run_id):
+            self.spark.sql(f"alter table {table.table_name} drop branch if exists {run_id}")
+
+    def status_of(self, run_id: str) -> str:
+        return self._run(Control(self.spark), run_id).status
+
+    # -- status --------------------------------------------------------------------------------
+    def status(self, run_id: str | None = None) -> list[Table]:
+        control = Control(self.spark)
+        if run_id is None:
+            table = Table(title="backfill runs")
+            for column in ("run", "status", "range", "models", "reason", "created", "finished"):
+                table.add_column(column)
+            for run in control.runs():
+                table.add_row(run.run_id, run.status, f"{run.start_date} .. {run.end_date}", ", ".join(run.models),
+                              run.reason, str(run.created_at), str(run.finished_at or "-"))
+            return [table]
+        run = self._run(control, planning.check_run_id(run_id))
+        head = Table(title=f"{run.run_id}: {run.status}")
+        head.add_column("field")
+        head.add_column("value")
+        for name in ("start_date", "end_date", "batch_days", "selection", "models", "reason", "git_commit",
+                     "owner", "created_at", "heartbeat_at", "finished_at", "message"):
+            head.add_row(name, str(getattr(run, name)))
+        windows = Table(title="windows")
+        for column in ("#", "range", "status", "started", "finished", "rows added/deleted per table"):
+            windows.add_column(column)
+        for w in control.windows(run.run_id):
+            stats = json.loads(w.table_stats) if w.table_stats else {}
+            windows.add_row(str(w.window_index), f"{w.window_start} .. {w.window_end}", w.status, str(w.started_at or "-"),
+                            str(w.finished_at or "-"),
+                            ", ".join(f"{t.split('.')[-1]} +{s['added']}/-{s['deleted']}" for t, s in stats.items()))
+        tables = Table(title="tables")
+        for column in ("table", "base snapshot", "before publish", "published", "rolled back"):
+            tables.add_column(column)
+        for t in control.tables(run.run_id):
+            tables.add_row(t.table_name, str(t.base_snapshot_id), str(t.pre_publish_snapshot_id),
+                           str(t.published_snapshot_id), str(t.rolled_back_at or "-"))
+        return [head, windows, tables]

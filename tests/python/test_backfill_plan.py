@@ -1,0 +1,79 @@
+"""Backfill planning and argument validation: pure, no Spark."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from pipeline.backfill.plan import PlanError, check_reason, check_run_id, parse_date, parse_selectors, windows
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+def test_windows_cover_the_range_without_gaps_or_overlap_and_respect_the_batch_size():
+    result = windows(date(2025, 1, 1), date(2025, 1, 11), 3, 31)
+    assert [(w.start.day, w.end.day) for w in result] == [(1, 4), (4, 7), (7, 10), (10, 11)]
+    assert [w.index for w in result] == [0, 1, 2, 3]
+    assert result[0].dbt_vars == {"backfill_start": "2025-01-01", "backfill_end": "2025-01-04"}
+
+
+@pytest.mark.parametrize("start,end,batch,message", [
+    (date(2025, 1, 5), date(2025, 1, 5), 1, "must be before"),
+    (date(2025, 1, 5), date(2025, 1, 1), 1, "must be before"),
+    (date(2025, 1, 1), date(2025, 3, 1), 0, "between 1 and 31"),
+    (date(2025, 1, 1), date(2025, 3, 1), 32, "between 1 and 31"),
+])
+def test_bad_ranges_and_batch_sizes_are_refused(start, end, batch, message):
+    with pytest.raises(PlanError, match=message):
+        windows(start, end, batch, 31)
+
+
+@pytest.mark.parametrize("text", ["2025-1-01", "2025-02-30", "2025-01-01' or '1'='1", "yesterday", "", "2025-01-01;"])
+def test_dates_are_strict(text):
+    with pytest.raises(PlanError, match="--start"):
+        parse_date(text, "--start")
+
+
+@pytest.mark.parametrize("text", ["fct_orders; drop table raw.orders", "fct_orders'", "tag:x", "../models",
+                                  "fct_orders --full-refresh", "fct_orders+ $(rm -rf /)", "+"])
+def test_selectors_accept_only_model_names_with_graph_operators(text):
+    with pytest.raises(PlanError, match="--select"):
+        parse_selectors(text)
+
+
+def test_valid_selectors_and_reason_pass():
+    assert parse_selectors("fct_order_item, +dim_product+") == ["fct_order_item", "+dim_product+"]
+    assert check_reason("  restate January after the price fix ") == "restate January after the price fix"
+    assert check_run_id("bf_20251122_101010_abcdef") == "bf_20251122_101010_abcdef"
+
+
+@pytest.mark.parametrize("reason", ["", "   ", "x" * 501, "line\nbreak\x00"])
+def test_reason_is_required_and_bounded(reason):
+    with pytest.raises(PlanError, match="--reason"):
+        check_reason(reason)
+
+
+@pytest.mark.parametrize("run_id", ["bf_1", "bf_20251122_101010_abcdef' or 1=1", "x; ls"])
+def test_run_ids_are_strict(run_id):
+    with pytest.raises(PlanError, match="run id"):
+        check_run_id(run_id)
+
+
+@pytest.mark.parametrize("args", [
+    ["backfill", "--start", "2025-01-01' --", "--end", "2025-01-05", "--reason", "r"],
+    ["backfill", "--start", "2025-01-01", "--end", "2025-01-05", "--select", "x;y", "--reason", "r"],
+    ["backfill", "--start", "2025-01-01", "--end", "2025-01-05"],
+    ["rollback", "bf_$(reboot)"],
+])
+def test_cli_refuses_bad_arguments_before_spark_or_any_sql_starts(args, tmp_path: Path):
+    env = dict(os.environ, PIPELINE_STATE_DIR=str(tmp_path / "state"))
+    result = subprocess.run([sys.executable, "-m", "pipeline.cli", *args], cwd=PROJECT, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "refused" in result.stdout
+    assert not (tmp_path / "state").exists()  # no metastore, no warehouse: nothing started
