@@ -29,8 +29,10 @@ class SimulatedCrash(BaseException):
     """Stands for the process dying: not an Exception, so the runner records nothing."""
 
 
-@pytest.fixture
-def built(warehouse: Warehouse, tmp_path: Path) -> Warehouse:
+@pytest.fixture(scope="module")
+def built_once(spark, dbt, tmp_path_factory) -> tuple[Warehouse, dict[str, int]]:
+    tmp_path = tmp_path_factory.mktemp("backfill")
+    warehouse = Warehouse.empty(spark, dbt, tmp_path)
     for folder in generate(GeneratorConfig(days=4, orders_per_day=20, seed=5), tmp_path / "landing"):
         land(warehouse.spark, sorted(folder.iterdir()))
     warehouse.dbt_run()
@@ -45,7 +47,39 @@ def built(warehouse: Warehouse, tmp_path: Path) -> Warehouse:
     missed = [r for r in warehouse.dbt.invoke("test", "--select", "fct_order_item", check=False)
               if r.name.startswith("no_unloaded_changes")]
     assert [(r.status, r.failures) for r in missed] == [("fail", 3)]
-    return warehouse
+    return warehouse, _iceberg_tables(warehouse)
+
+
+def _iceberg_tables(wh: Warehouse) -> dict[str, int]:
+    tables = {}
+    for schema in ("raw", "marts", "control"):
+        for table in wh.spark.catalog.listTables(schema):
+            if table.tableType != "VIEW" and not table.isTemporary:
+                tables[f"{schema}.{table.name}"] = wh.snapshot_id(f"{schema}.{table.name}")
+    return tables
+
+
+@pytest.fixture
+def built(built_once) -> Warehouse:
+    """The module's warehouse; every Iceberg table is put back to its snapshot after the test."""
+    warehouse, tables = built_once
+    yield warehouse
+    warehouse.spark.conf.unset("spark.wap.branch")
+    for name in set(_iceberg_tables(warehouse)) - set(tables):
+        warehouse.spark.sql(f"drop table {name} purge")
+    for name, snapshot in tables.items():
+        for ref in warehouse.rows(f"select name from {name}.refs where type = 'BRANCH' and name <> 'main'"):
+            warehouse.spark.sql(f"alter table {name} drop branch `{ref.name}`")
+        if warehouse.snapshot_id(name) != snapshot:
+            warehouse.spark.sql(f"call spark_catalog.system.set_current_snapshot('{name}', {snapshot})")
+
+
+def full_refresh_result(wh: Warehouse, table: str) -> list[tuple]:
+    """What `dbt run --full-refresh` would write: the live rows of the model's current-state view."""
+    view = {"marts.fct_order_item": "staging.int_order_items__current_state",
+            "marts.fct_orders": "staging.int_orders__current_state"}[table]
+    columns = ", ".join(wh.spark.table(table).columns)
+    return sorted(tuple(r) for r in wh.rows(f"select {columns} from {view} where not is_deleted"))
 
 
 def runner(wh: Warehouse, **kwargs) -> Backfill:
@@ -72,16 +106,13 @@ def test_backfill_reproduces_the_full_refresh_publishes_atomically_and_rolls_bac
     statuses = {r.status for r in built.dbt.invoke("test", "--select", "fct_order_item", "fct_orders")
                 if r.resource_type == "test"}
     assert statuses == {"pass"}
-    backfilled = {t: built.table(t) for t in MARTS}
-    assert backfilled["marts.fct_order_item"] != before_tables["marts.fct_order_item"]
+    assert built.table("marts.fct_order_item") != before_tables["marts.fct_order_item"]
+    for table in ("marts.fct_order_item", "marts.fct_orders"):
+        assert built.table(table) == full_refresh_result(built, table), table
 
     backfill.rollback(run_id)
     assert {t: built.table(t) for t in MARTS} == before_tables
     assert control.runs(run_id)[0].status == "rolled_back"
-
-    built.dbt_run("--full-refresh")
-    for table in ("marts.fct_order_item", "marts.fct_orders"):
-        assert backfilled[table] == built.table(table), table
 
 
 def test_crash_between_and_inside_windows_then_resume_ends_like_the_full_refresh(built: Warehouse, monkeypatch):
@@ -119,10 +150,8 @@ def test_crash_between_and_inside_windows_then_resume_ends_like_the_full_refresh
 
     backfill.resume(run.run_id)
     assert control.runs(run.run_id)[0].status == "published"
-    backfilled = {t: built.table(t) for t in ("marts.fct_order_item", "marts.fct_orders")}
-    built.dbt_run("--full-refresh")
-    for table, rows in backfilled.items():
-        assert rows == built.table(table), table
+    for table in ("marts.fct_order_item", "marts.fct_orders"):
+        assert built.table(table) == full_refresh_result(built, table), table
         keys = built.rows(f"select count(*) = count(distinct {'order_item_sk' if 'item' in table else 'order_id'})"
                           f" from {table}")[0][0]
         assert keys

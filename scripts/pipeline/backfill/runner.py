@@ -199,8 +199,11 @@ class Backfill:
                                         {t: self._added_deleted(t, heads[t], self._branch_head(t, run_id)) for t in tables})
                     progress.advance(task)
                     self.after_window(window)
+            self._refuse_if_main_moved(control, run_id)
             gate = [n for n in self.dbt.invoke("test", "--select", *run.models, check=False)
                     if n.resource_type == "test" and n.status != "pass"]
+        except BackfillRefused:
+            raise
         except Exception as error:
             control.set_status(run_id, "failed", str(error)[:2000])
             raise
@@ -216,15 +219,23 @@ class Backfill:
         return run_id
 
     # -- publish / rollback --------------------------------------------------------------------
-    def _publish(self, control: Control, run_id: str) -> None:
-        tables = control.tables(run_id)
-        moved = [t.table_name for t in tables if iceberg.current_snapshot_id(self.spark, t.table_name) != t.base_snapshot_id]
+    def _refuse_if_main_moved(self, control: Control, run_id: str) -> None:
+        """A daily run committed to a table since its branch was cut: its branch would overwrite that."""
+        moved = [t.table_name for t in control.tables(run_id)
+                 if self._main_snapshot(t.table_name) != t.base_snapshot_id]
         if moved:
             message = (f"main of {', '.join(moved)} moved after the backfill started (a daily run committed); "
                        "nothing was published. Start the backfill again for the same range "
                        f"(this run's branches stay for inspection; `pipeline backfill --abandon {run_id}` drops them)")
             control.set_status(run_id, "publish_refused", message, finished=True)
             raise BackfillRefused(message)
+
+    def _main_snapshot(self, table: str) -> int | None:
+        return self._branch_head(table, "main")
+
+    def _publish(self, control: Control, run_id: str) -> None:
+        self._refuse_if_main_moved(control, run_id)
+        tables = control.tables(run_id)
         published = []
         try:
             for table in tables:
