@@ -119,21 +119,21 @@ class Backfill:
         return table
 
     def _in_window(self, relation: str, window: planning.Window) -> tuple[int, int, int, int]:
-        columns = [f.name for f in self.spark.table(f"{relation}.partitions").schema]
-        if "partition" in columns and "order_date" in self.spark.table(f"{relation}.partitions").schema["partition"].dataType.names:
-            row = self.spark.sql(
-                f"select count(*), coalesce(sum(record_count), 0), coalesce(sum(file_count), 0),"
-                f" coalesce(sum(total_data_file_size_in_bytes), 0) from {relation}.partitions"
-                " where partition.order_date >= :s and partition.order_date < :e",
-                args={"s": window.start, "e": window.end}).collect()[0]
-            return tuple(int(v) for v in row)  # type: ignore[return-value]
+        """Partitions, rows, files and bytes of a table in a window (the whole table if it has no order_date)."""
+        schema = self.spark.table(f"{relation}.partitions").schema  # no `partition` column if unpartitioned
+        if "partition" in schema.names and "order_date" in schema["partition"].dataType.names:
+            return self._metadata_totals(relation, window)
         return self._metadata_totals(relation)
 
-    def _metadata_totals(self, relation: str) -> tuple[int, int, int, int]:
+    def _metadata_totals(self, relation: str, window: planning.Window | None = None) -> tuple[int, int, int, int]:
         if not iceberg.table_exists(self.spark, relation):
             return (0, 0, 0, 0)
-        row = self.spark.sql(f"select count(*), coalesce(sum(record_count), 0), coalesce(sum(file_count), 0), "
-                             f"coalesce(sum(total_data_file_size_in_bytes), 0) from {relation}.partitions").collect()[0]
+        where = "where partition.order_date >= :s and partition.order_date < :e" if window else ""
+        args = {"s": window.start, "e": window.end} if window else {}
+        row = self.spark.sql(
+            "select count(*), coalesce(sum(record_count), 0), coalesce(sum(file_count), 0),"
+            f" coalesce(sum(total_data_file_size_in_bytes), 0) from {relation}.partitions {where}", args=args,
+        ).collect()[0]
         return tuple(int(v) for v in row)  # type: ignore[return-value]
 
     # -- start / resume ------------------------------------------------------------------------
