@@ -33,6 +33,7 @@ class NodeResult:
     status: str
     failures: int | None
     message: str | None
+    execution_time: float = 0.0  # seconds dbt spent executing the node
 
 
 class Dbt:
@@ -82,5 +83,6 @@ def _node_results(result: dbtRunnerResult) -> list[NodeResult]:
             status=str(item.status),
             failures=getattr(item, "failures", None),
             message=item.message,
+            execution_time=float(getattr(item, "execution_time", 0.0) or 0.0),
         ))
     return nodes
