@@ -2,8 +2,11 @@
 
 - backfill_runs: one row per run: parameters, reason, git commit, status, owner, heartbeat.
   A row in status 'running' is the lock on its models.
-- backfill_windows: one row per window and status; rows added/deleted per table (JSON, from
-  the Iceberg snapshot summaries of the branch).
+- backfill_window_events: append-only, one row per window state: 'pending' for every window
+  when the run is created (one statement), 'done' when its dbt run finished, with its start and
+  end times and rows added/deleted per table (JSON, from the Iceberg snapshot summaries of the
+  branch). A window's state is its latest row. Appending (one fast-append commit per window)
+  costs half an UPDATE's copy-on-write rewrite, and appends never conflict with each other.
 - backfill_tables: per table of a run: the branch, main's snapshot when the branch was cut,
   main's snapshot just before publishing (what `rollback` restores) and after.
 """
@@ -11,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -24,9 +28,9 @@ _DDL = {
         run_id string, status string, start_date date, end_date date, batch_days int,
         selection string, models string, reason string, git_commit string, owner string,
         created_at timestamp, heartbeat_at timestamp, finished_at timestamp, message string""",
-    "backfill_windows": """
+    "backfill_window_events": """
         run_id string, window_index int, window_start date, window_end date, status string,
-        started_at timestamp, finished_at timestamp, table_stats string""",
+        started_at timestamp, finished_at timestamp, table_stats string, recorded_at timestamp""",
     "backfill_tables": """
         run_id string, table_name string, branch string, base_snapshot_id bigint,
         pre_publish_snapshot_id bigint, published_snapshot_id bigint, rolled_back_at timestamp""",
@@ -54,6 +58,9 @@ class Run:
 class Control:
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
+        # the runner's heartbeat thread and its main thread both update backfill_runs: one at a
+        # time, or their copy-on-write commits would conflict
+        self._runs_lock = threading.Lock()
         spark.sql(f"create schema if not exists {SCHEMA}")
         for table, columns in _DDL.items():
             spark.sql(f"create table if not exists {SCHEMA}.{table} ({columns}) using iceberg")
@@ -73,15 +80,17 @@ class Control:
 
     def set_status(self, run_id: str, status: str, message: str | None = None, finished: bool = False) -> None:
         finished_sql = "current_timestamp()" if finished else "finished_at"
-        self._sql(
-            f"update {SCHEMA}.backfill_runs set status = :status, message = :message, heartbeat_at = current_timestamp(),"
-            f" finished_at = {finished_sql} where run_id = :run_id",
-            status=status, message=message, run_id=run_id,
-        )
+        with self._runs_lock:
+            self._sql(
+                f"update {SCHEMA}.backfill_runs set status = :status, message = :message,"
+                f" heartbeat_at = current_timestamp(), finished_at = {finished_sql} where run_id = :run_id",
+                status=status, message=message, run_id=run_id,
+            )
 
     def heartbeat(self, run_id: str, owner: str) -> None:
-        self._sql(f"update {SCHEMA}.backfill_runs set heartbeat_at = current_timestamp(), owner = :owner"
-                  " where run_id = :run_id", owner=owner, run_id=run_id)
+        with self._runs_lock:
+            self._sql(f"update {SCHEMA}.backfill_runs set heartbeat_at = current_timestamp(), owner = :owner"
+                      " where run_id = :run_id", owner=owner, run_id=run_id)
 
     def runs(self, run_id: str | None = None) -> list[Run]:
         where = "where run_id = :run_id" if run_id else ""
@@ -93,32 +102,37 @@ class Control:
 
     # -- windows -----------------------------------------------------------------------------
     def add_windows(self, run_id: str, windows) -> None:
-        for window in windows:
-            self._sql(f"insert into {SCHEMA}.backfill_windows values (:run_id, :i, :s, :e, 'pending', null, null, null)",
-                      run_id=run_id, i=window.index, s=window.start, e=window.end)
-
-    def window_status(self, run_id: str) -> dict[int, str]:
-        rows = self._sql(f"select window_index, status from {SCHEMA}.backfill_windows where run_id = :run_id",
-                         run_id=run_id).collect()
-        return {row.window_index: row.status for row in rows}
+        """Every window of a run as 'pending', in one commit."""
+        rows, args = [], {"run_id": run_id}
+        for n, window in enumerate(windows):
+            rows.append(f"(:run_id, :i{n}, :s{n}, :e{n}, 'pending', null, null, null, current_timestamp())")
+            args.update({f"i{n}": window.index, f"s{n}": window.start, f"e{n}": window.end})
+        self._sql(f"insert into {SCHEMA}.backfill_window_events values {', '.join(rows)}", **args)
 
     def windows(self, run_id: str) -> list:
-        return self._sql(f"select * from {SCHEMA}.backfill_windows where run_id = :run_id order by window_index",
-                         run_id=run_id).collect()
+        """Each window of a run in its latest state ('done' wins a tie)."""
+        return self._sql(
+            "select run_id, window_index, window_start, window_end, status, started_at, finished_at, table_stats,"
+            " recorded_at from ("
+            " select *, row_number() over (partition by window_index"
+            "  order by recorded_at desc, case status when 'done' then 0 else 1 end) as _latest"
+            f" from {SCHEMA}.backfill_window_events where run_id = :run_id"
+            ") where _latest = 1 order by window_index", run_id=run_id).collect()
 
-    def window_started(self, run_id: str, index: int) -> None:
-        self._sql(f"update {SCHEMA}.backfill_windows set status = 'running', started_at = current_timestamp()"
-                  " where run_id = :run_id and window_index = :i", run_id=run_id, i=index)
-
-    def window_done(self, run_id: str, index: int, stats: dict) -> None:
-        self._sql(f"update {SCHEMA}.backfill_windows set status = 'done', finished_at = current_timestamp(),"
-                  " table_stats = :stats where run_id = :run_id and window_index = :i",
-                  stats=json.dumps(stats, sort_keys=True), run_id=run_id, i=index)
+    def window_done(self, run_id: str, window, started_at: datetime, finished_at: datetime, stats: dict) -> None:
+        self._sql(f"insert into {SCHEMA}.backfill_window_events values (:run_id, :i, :s, :e, 'done', :started,"
+                  " :finished, :stats, current_timestamp())",
+                  run_id=run_id, i=window.index, s=window.start, e=window.end, started=started_at,
+                  finished=finished_at, stats=json.dumps(stats, sort_keys=True))
 
     # -- tables ------------------------------------------------------------------------------
-    def add_table(self, run_id: str, table: str, branch: str, base_snapshot_id: int | None) -> None:
-        self._sql(f"insert into {SCHEMA}.backfill_tables values (:run_id, :t, :b, :base, null, null, null)",
-                  run_id=run_id, t=table, b=branch, base=base_snapshot_id)
+    def add_tables(self, run_id: str, branch: str, base_snapshot_ids: dict[str, int | None]) -> None:
+        """The tables of a run with main's snapshot when their branch was cut, in one commit."""
+        rows, args = [], {"run_id": run_id, "b": branch}
+        for n, (table, base) in enumerate(sorted(base_snapshot_ids.items())):
+            rows.append(f"(:run_id, :t{n}, :b, cast(:base{n} as bigint), null, null, null)")
+            args.update({f"t{n}": table, f"base{n}": base})
+        self._sql(f"insert into {SCHEMA}.backfill_tables values {', '.join(rows)}", **args)
 
     def tables(self, run_id: str) -> list:
         return self._sql(f"select * from {SCHEMA}.backfill_tables where run_id = :run_id order by table_name",

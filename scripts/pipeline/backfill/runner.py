@@ -16,6 +16,7 @@ import os
 import secrets
 import socket
 import subprocess
+import threading
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Callable
@@ -31,6 +32,34 @@ from pipeline.backfill import plan as planning
 from pipeline.backfill.control import Control, Run
 from pipeline.dbt import Dbt
 from pipeline.manifest import IncrementalModel, incremental_models
+
+
+class _Heartbeat:
+    """Writes the run's heartbeat every `every` seconds from a daemon thread until stopped.
+
+    A failed beat is retried at the next one (the lock only goes stale after several misses).
+    Control serialises its writes to backfill_runs, so a beat never races the run's own status
+    updates into an Iceberg commit conflict."""
+
+    def __init__(self, control: Control, run_id: str, owner: str, every: float) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, args=(control, run_id, owner, every),
+                                        name=f"heartbeat-{run_id}", daemon=True)
+
+    def _beat(self, control: Control, run_id: str, owner: str, every: float) -> None:
+        while not self._stop.wait(every):
+            try:
+                control.heartbeat(run_id, owner)
+            except Exception:  # noqa: BLE001 - a missed beat is retried; staleness needs several
+                pass
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
 
 
 class BackfillRefused(RuntimeError):
@@ -52,6 +81,20 @@ def max_batch_days() -> int:
     return int(project["vars"]["backfill_max_batch_days"])
 
 
+def _owner_gone(owner: str) -> bool:
+    """True if `owner` (host:pid) is a process of this host that no longer runs."""
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 def git_commit() -> str:
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=paths.PROJECT_DIR, capture_output=True, text=True, check=True)
@@ -67,6 +110,9 @@ class Backfill:
         self.spark = spark
         self.console = console or Console()
         self.stale_after = stale_after
+        # the lock's heartbeat is written by a thread while windows run (a window may take longer
+        # than stale_after); a few beats per stale_after, at most one a minute
+        self.heartbeat_every = min(60.0, max(5.0, stale_after.total_seconds() / 4))
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
         # called after each finished window (tests use it to stop a run at a given point)
         self.after_window: Callable[[planning.Window], None] = lambda window: None
@@ -146,10 +192,11 @@ class Backfill:
                                [m.name for m in plan.models], reason, git_commit(), self.owner,
                                None, None, None, None))
         control.add_windows(run_id, plan.windows)
+        bases = {}
         for model in plan.models:
-            base = iceberg.current_snapshot_id(self.spark, model.relation)
+            bases[model.relation] = iceberg.current_snapshot_id(self.spark, model.relation)
             self.spark.sql(f"alter table {model.relation} create branch if not exists {run_id}")
-            control.add_table(run_id, model.relation, run_id, base)
+        control.add_tables(run_id, run_id, bases)
         self.console.print(f"backfill [bold]{run_id}[/]: {len(plan.windows)} windows, models {', '.join(m.name for m in plan.models)}")
         return self._execute(control, run_id)
 
@@ -181,23 +228,30 @@ class Backfill:
 
     def _execute(self, control: Control, run_id: str) -> str:
         run = self._run(control, run_id)
-        windows = [planning.Window(r.window_index, r.window_start, r.window_end) for r in control.windows(run_id)]
-        done = {i for i, status in control.window_status(run_id).items() if status == "done"}
+        windows = control.windows(run_id)
+        todo = [planning.Window(w.window_index, w.window_start, w.window_end) for w in windows if w.status != "done"]
         tables = [t.table_name for t in control.tables(run_id)]
+        heartbeat = _Heartbeat(control, run_id, self.owner, self.heartbeat_every)
         try:
             self.spark.conf.set("spark.wap.branch", run_id)
+            heartbeat.start()
+            heads = self._heads(tables, run_id)
             with Progress(console=self.console, transient=False) as progress:
-                task = progress.add_task(f"{run_id} windows", total=len(windows), completed=len(done))
-                for window in windows:
-                    if window.index in done:
-                        continue
-                    control.window_started(run_id, window.index)
-                    control.heartbeat(run_id, self.owner)
-                    heads = {t: self._branch_head(t, run_id) for t in tables}
-                    self.dbt.invoke("run", "--select", *run.models, "--vars", json.dumps(window.dbt_vars))
-                    control.window_done(run_id, window.index,
-                                        {t: self._added_deleted(t, heads[t], self._branch_head(t, run_id)) for t in tables})
+                task = progress.add_task(f"{run_id} windows", total=len(windows), completed=len(windows) - len(todo))
+                for window in todo:
+                    started = datetime.now(UTC)
+                    self.dbt.invoke("run", "--no-write-json", "--select", *run.models,
+                                    "--vars", json.dumps(window.dbt_vars))
+                    after = self._heads(tables, run_id)
+                    stats = self._changes(tables, heads, after)
+                    heads = after
+                    finished = datetime.now(UTC)
+                    control.window_done(run_id, window, started, finished, stats)
                     progress.advance(task)
+                    self.console.print(
+                        f"window {window.index + 1}/{len(windows)} {window.start} .. {window.end} done in "
+                        f"{(finished - started).total_seconds():.1f} s: "
+                        + ", ".join(f"{t} +{c['added']}/-{c['deleted']}" for t, c in stats.items()))
                     self.after_window(window)
             self._refuse_if_main_moved(control, run_id)
             gate = [n for n in self.dbt.invoke("test", "--select", *run.models, check=False)
@@ -208,6 +262,7 @@ class Backfill:
             control.set_status(run_id, "failed", str(error)[:2000])
             raise
         finally:
+            heartbeat.stop()
             self.spark.conf.unset("spark.wap.branch")
         if gate:
             message = "; ".join(f"{n.name}: {n.status} ({n.failures})" for n in gate)
@@ -280,7 +335,10 @@ class Backfill:
         return runs[0]
 
     def _stale(self, run: Run) -> bool:
-        """Heartbeat older than stale_after, judged by the engine's clock (the one that wrote it)."""
+        """The lock's owner is gone: its process no longer exists on this host, or its heartbeat
+        is older than stale_after (judged by the engine's clock, the one that wrote it)."""
+        if _owner_gone(run.owner):
+            return True
         return bool(self.spark.sql(
             "select heartbeat_at < current_timestamp() - make_dt_interval(0, 0, 0, :seconds) from control.backfill_runs"
             " where run_id = :run_id", args={"seconds": self.stale_after.total_seconds(), "run_id": run.run_id},
@@ -293,8 +351,8 @@ class Backfill:
                 continue
             if self._stale(run):
                 raise BackfillRefused(
-                    f"run {run.run_id} still holds {', '.join(overlap)} but its last heartbeat was {run.heartbeat_at} "
-                    f"({run.owner}): if no process runs it any more, `pipeline backfill --resume {run.run_id}` "
+                    f"run {run.run_id} still holds {', '.join(overlap)} but its owner {run.owner} is gone (last heartbeat "
+                    f"{run.heartbeat_at}): `pipeline backfill --resume {run.run_id}` "
                     f"to finish it or `pipeline backfill --abandon {run.run_id}` to release it")
             raise BackfillRefused(f"run {run.run_id} ({run.owner}) is backfilling {', '.join(overlap)}; wait for it")
 
@@ -302,18 +360,32 @@ class Backfill:
         rows = self.spark.sql(f"select snapshot_id from {table}.refs where name = :b", args={"b": branch}).collect()
         return rows[0][0] if rows else None
 
-    def _added_deleted(self, table: str, before: int | None, after: int | None) -> dict[str, int]:
-        """Sum of the snapshot summaries from `before` (exclusive) up to `after` on a branch."""
-        snapshots = {r.snapshot_id: r for r in self.spark.sql(f"select snapshot_id, parent_id, summary from {table}.snapshots").collect()}
-        added = deleted = partitions = 0
-        cursor = after
-        while cursor is not None and cursor != before and cursor in snapshots:
-            summary = snapshots[cursor].summary
-            added += int(summary.get("added-records", 0) or 0)
-            deleted += int(summary.get("deleted-records", 0) or 0)
-            partitions += int(summary.get("changed-partition-count", 0) or 0)
-            cursor = snapshots[cursor].parent_id
-        return {"added": added, "deleted": deleted, "changed_partitions": partitions}
+    def _heads(self, tables: list[str], branch: str) -> dict[str, int | None]:
+        """Each table's snapshot at the head of `branch`: one metadata query for all tables."""
+        union = " union all ".join(f"select '{t}' as table_name, snapshot_id from {t}.refs where name = :b" for t in tables)
+        found = {row.table_name: row.snapshot_id for row in self.spark.sql(union, args={"b": branch}).collect()}
+        return {t: found.get(t) for t in tables}
+
+    def _changes(self, tables: list[str], before: dict[str, int | None], after: dict[str, int | None]) -> dict[str, dict[str, int]]:
+        """Per table, the sums of the snapshot summaries from `before` (exclusive) up to `after`
+        along the parent chain: one metadata query for all tables."""
+        union = " union all ".join(
+            f"select '{t}' as table_name, snapshot_id, parent_id, summary from {t}.snapshots" for t in tables)
+        snapshots: dict[str, dict[int, object]] = {t: {} for t in tables}
+        for row in self.spark.sql(union).collect():
+            snapshots[row.table_name][row.snapshot_id] = row
+        changes = {}
+        for table in tables:
+            added = deleted = partitions = 0
+            cursor = after[table]
+            while cursor is not None and cursor != before[table] and cursor in snapshots[table]:
+                summary = snapshots[table][cursor].summary
+                added += int(summary.get("added-records", 0) or 0)
+                deleted += int(summary.get("deleted-records", 0) or 0)
+                partitions += int(summary.get("changed-partition-count", 0) or 0)
+                cursor = snapshots[table][cursor].parent_id
+            changes[table] = {"added": added, "deleted": deleted, "changed_partitions": partitions}
+        return changes
 
     def _drop_branches(self, control: Control, run_id: str) -> None:
         for table in control.tables(run_id):
