@@ -115,48 +115,6 @@ def test_backfill_reproduces_the_full_refresh_publishes_atomically_and_rolls_bac
     assert control.runs(run_id)[0].status == "rolled_back"
 
 
-def test_crash_between_and_inside_windows_then_resume_ends_like_the_full_refresh(built: Warehouse, monkeypatch):
-    main_before = snapshots(built)
-    backfill = runner(built, stale_after=timedelta(0))
-    plan = backfill.plan("2025-01-01", "2025-01-04", "fct_order_item fct_orders", 1)
-
-    def crash_after_first(window):
-        if window.index == 0:
-            raise SimulatedCrash
-
-    backfill.after_window = crash_after_first
-    with pytest.raises(SimulatedCrash):
-        backfill.start(plan, "crash test")
-    control = Control(built.spark)
-    [run] = control.active_runs()
-    assert [w.status for w in control.windows(run.run_id)] == ["done", "pending", "pending"]
-    assert snapshots(built) == main_before  # nothing published
-
-    # now die inside window 1: its MERGEs committed to the branch, its checkpoint did not
-    real_invoke = built.dbt.invoke
-
-    def invoke_then_crash(*args, **kwargs):
-        result = real_invoke(*args, **kwargs)
-        if args[0] == "run" and '"2025-01-02"' in args[-1]:
-            raise SimulatedCrash
-        return result
-
-    backfill.after_window = lambda window: None
-    monkeypatch.setattr(built.dbt, "invoke", invoke_then_crash)
-    with pytest.raises(SimulatedCrash):
-        backfill.resume(run.run_id)
-    assert [w.status for w in control.windows(run.run_id)] == ["done", "pending", "pending"]  # its checkpoint never came
-    monkeypatch.setattr(built.dbt, "invoke", real_invoke)
-
-    backfill.resume(run.run_id)
-    assert control.runs(run.run_id)[0].status == "published"
-    for table in ("marts.fct_order_item", "marts.fct_orders"):
-        assert built.table(table) == full_refresh_result(built, table), table
-        keys = built.rows(f"select count(*) = count(distinct {'order_item_sk' if 'item' in table else 'order_id'})"
-                          f" from {table}")[0][0]
-        assert keys
-
-
 def test_failing_gate_publishes_nothing_and_leaves_a_report(built: Warehouse):
     # a line whose product never arrived: product_key is null, the not_null test fails on the branch
     built.spark.sql("insert into raw.order_items select order_id, 99, 424242, 1, 1.00, 0.00, updated_at, false,"
