@@ -7,4 +7,4 @@ source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
 echo "== sqlfluff lint"
 .venv/bin/sqlfluff lint models macros tests/dbt
 echo "== pytest"
-exec .venv/bin/python -m pytest "$@"
+exec .venv/bin/python -m pytest --durations=15 "$@"

@@ -20,13 +20,18 @@ def table_exists(spark: SparkSession, table: str) -> bool:
     return spark.catalog.tableExists(_checked(table))
 
 
-def current_snapshot_id(spark: SparkSession, table: str) -> int | None:
+def branch_head(spark: SparkSession, table: str, branch: str) -> int | None:
+    """The snapshot a branch of a table points at; None if the branch (or table) does not exist."""
     if not table_exists(spark, table):
         return None
-    rows = spark.sql(
-        f"select snapshot_id from {_checked(table)}.history where is_current_ancestor order by made_current_at desc limit 1"
-    ).collect()
+    rows = spark.sql(f"select snapshot_id from {_checked(table)}.refs where name = :b and type = 'BRANCH'",
+                     args={"b": branch}).collect()
     return rows[0][0] if rows else None
+
+
+def current_snapshot_id(spark: SparkSession, table: str) -> int | None:
+    """Main's snapshot: what every reader without a branch or WAP setting sees."""
+    return branch_head(spark, table, "main")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import secrets
 import socket
 import subprocess
 import threading
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Callable
@@ -201,9 +202,7 @@ class Backfill:
         return self._execute(control, run_id)
 
     def resume(self, run_id: str) -> str:
-        run_id = planning.check_run_id(run_id)
-        control = Control(self.spark)
-        run = self._run(control, run_id)
+        control, run = self._open(run_id)
         if run.status not in ("running", "failed"):
             raise BackfillRefused(f"run {run_id} is {run.status}; only a running (interrupted) or failed run resumes")
         if run.status == "running" and not self._stale(run):
@@ -214,13 +213,14 @@ class Backfill:
         control.set_status(run_id, "running")
         control.heartbeat(run_id, self.owner)
         self.console.print(f"resuming backfill [bold]{run_id}[/]")
+        if run.git_commit != (commit := git_commit()):
+            self.console.print(f"[yellow]note:[/] the project is at commit {commit}, the run started at "
+                               f"{run.git_commit}: the remaining windows run the current models")
         return self._execute(control, run_id)
 
     def abandon(self, run_id: str) -> None:
         """Give up an unpublished run: drop its branches, release its lock. Main is untouched."""
-        run_id = planning.check_run_id(run_id)
-        control = Control(self.spark)
-        run = self._run(control, run_id)
+        control, run = self._open(run_id)
         if run.status in ("published", "rolled_back"):
             raise BackfillRefused(f"run {run_id} is {run.status}; use rollback to undo a published run")
         self._drop_branches(control, run_id)
@@ -232,38 +232,40 @@ class Backfill:
         todo = [planning.Window(w.window_index, w.window_start, w.window_end) for w in windows if w.status != "done"]
         tables = [t.table_name for t in control.tables(run_id)]
         heartbeat = _Heartbeat(control, run_id, self.owner, self.heartbeat_every)
-        try:
-            self.spark.conf.set("spark.wap.branch", run_id)
-            heartbeat.start()
-            heads = self._heads(tables, run_id)
-            with Progress(console=self.console, transient=False) as progress:
-                task = progress.add_task(f"{run_id} windows", total=len(windows), completed=len(windows) - len(todo))
-                for window in todo:
-                    started = datetime.now(UTC)
-                    self.dbt.invoke("run", "--no-write-json", "--select", *run.models,
-                                    "--vars", json.dumps(window.dbt_vars))
-                    after = self._heads(tables, run_id)
-                    stats = self._changes(tables, heads, after)
-                    heads = after
-                    finished = datetime.now(UTC)
-                    control.window_done(run_id, window, started, finished, stats)
-                    progress.advance(task)
-                    self.console.print(
-                        f"window {window.index + 1}/{len(windows)} {window.start} .. {window.end} done in "
-                        f"{(finished - started).total_seconds():.1f} s: "
-                        + ", ".join(f"{t} +{c['added']}/-{c['deleted']}" for t, c in stats.items()))
-                    self.after_window(window)
-            self._refuse_if_main_moved(control, run_id)
-            gate = [n for n in self.dbt.invoke("test", "--select", *run.models, check=False)
-                    if n.resource_type == "test" and n.status != "pass"]
-        except BackfillRefused:
-            raise
-        except Exception as error:
-            control.set_status(run_id, "failed", str(error)[:2000])
-            raise
-        finally:
-            heartbeat.stop()
-            self.spark.conf.unset("spark.wap.branch")
+        with ExitStack() as cleanup:  # undone in reverse order, however the block ends
+            try:
+                cleanup.enter_context(self.dbt.pinned_manifest())
+                self.spark.conf.set("spark.wap.branch", run_id)
+                cleanup.callback(self.spark.conf.unset, "spark.wap.branch")
+                heartbeat.start()
+                cleanup.callback(heartbeat.stop)
+                heads = self._heads(tables, run_id)
+                with Progress(console=self.console, transient=False) as progress:
+                    task = progress.add_task(f"{run_id} windows", total=len(windows),
+                                             completed=len(windows) - len(todo))
+                    for window in todo:
+                        started = datetime.now(UTC)
+                        self.dbt.invoke("run", "--no-write-json", "--select", *run.models,
+                                        "--vars", json.dumps(window.dbt_vars))
+                        after = self._heads(tables, run_id)
+                        stats = self._changes(tables, heads, after)
+                        heads = after
+                        finished = datetime.now(UTC)
+                        control.window_done(run_id, window, started, finished, stats)
+                        progress.advance(task)
+                        self.console.print(
+                            f"window {window.index + 1}/{len(windows)} {window.start} .. {window.end} done in "
+                            f"{(finished - started).total_seconds():.1f} s: "
+                            + ", ".join(f"{t} +{c['added']}/-{c['deleted']}" for t, c in stats.items()))
+                        self.after_window(window)
+                self._refuse_if_main_moved(control, run_id)
+                gate = [n for n in self.dbt.invoke("test", "--select", *run.models, check=False)
+                        if n.resource_type == "test" and n.status != "pass"]
+            except BackfillRefused:
+                raise
+            except Exception as error:
+                control.set_status(run_id, "failed", str(error)[:2000])
+                raise
         if gate:
             message = "; ".join(f"{n.name}: {n.status} ({n.failures})" for n in gate)
             control.set_status(run_id, "gate_failed", message[:2000], finished=True)
@@ -277,16 +279,13 @@ class Backfill:
     def _refuse_if_main_moved(self, control: Control, run_id: str) -> None:
         """A daily run committed to a table since its branch was cut: its branch would overwrite that."""
         moved = [t.table_name for t in control.tables(run_id)
-                 if self._main_snapshot(t.table_name) != t.base_snapshot_id]
+                 if iceberg.current_snapshot_id(self.spark, t.table_name) != t.base_snapshot_id]
         if moved:
             message = (f"main of {', '.join(moved)} moved after the backfill started (a daily run committed); "
                        "nothing was published. Start the backfill again for the same range "
                        f"(this run's branches stay for inspection; `pipeline backfill --abandon {run_id}` drops them)")
             control.set_status(run_id, "publish_refused", message, finished=True)
             raise BackfillRefused(message)
-
-    def _main_snapshot(self, table: str) -> int | None:
-        return self._branch_head(table, "main")
 
     def _publish(self, control: Control, run_id: str) -> None:
         self._refuse_if_main_moved(control, run_id)
@@ -295,7 +294,7 @@ class Backfill:
         try:
             for table in tables:
                 pre = iceberg.current_snapshot_id(self.spark, table.table_name)
-                if self._branch_head(table.table_name, run_id) != pre:
+                if iceberg.branch_head(self.spark, table.table_name, run_id) != pre:
                     self.spark.sql(f"call spark_catalog.system.fast_forward('{table.table_name}', 'main', '{run_id}')")
                 published.append((table.table_name, pre))
                 control.table_published(run_id, table.table_name, pre, iceberg.current_snapshot_id(self.spark, table.table_name))
@@ -309,9 +308,7 @@ class Backfill:
         self.console.print(f"[green]published[/] {run_id}: {', '.join(t.table_name for t in tables)}")
 
     def rollback(self, run_id: str) -> None:
-        run_id = planning.check_run_id(run_id)
-        control = Control(self.spark)
-        run = self._run(control, run_id)
+        control, run = self._open(run_id)
         if run.status != "published":
             raise BackfillRefused(f"run {run_id} is {run.status}; only a published run can be rolled back")
         tables = control.tables(run_id)
@@ -328,6 +325,11 @@ class Backfill:
         control.set_status(run_id, "rolled_back", f"rolled back by {self.owner}", finished=True)
 
     # -- helpers -------------------------------------------------------------------------------
+    def _open(self, run_id: str) -> tuple[Control, Run]:
+        """The control tables and a run, for a run id given by a user (validated first)."""
+        control = Control(self.spark)
+        return control, self._run(control, planning.check_run_id(run_id))
+
     def _run(self, control: Control, run_id: str) -> Run:
         runs = control.runs(run_id)
         if not runs:
@@ -355,10 +357,6 @@ class Backfill:
                     f"{run.heartbeat_at}): `pipeline backfill --resume {run.run_id}` "
                     f"to finish it or `pipeline backfill --abandon {run.run_id}` to release it")
             raise BackfillRefused(f"run {run.run_id} ({run.owner}) is backfilling {', '.join(overlap)}; wait for it")
-
-    def _branch_head(self, table: str, branch: str) -> int | None:
-        rows = self.spark.sql(f"select snapshot_id from {table}.refs where name = :b", args={"b": branch}).collect()
-        return rows[0][0] if rows else None
 
     def _heads(self, tables: list[str], branch: str) -> dict[str, int | None]:
         """Each table's snapshot at the head of `branch`: one metadata query for all tables."""
