@@ -3,6 +3,8 @@
     pipeline generate --out DIR [options]   write a seeded sample of source versions
     pipeline land FILE... [--table T]       validate and append files to the raw tables
     pipeline main                           the main job (generate, land, build, incremental, summary)
+    pipeline backfill | status | rollback   windowed, isolated, reversible backfills (see --help)
+    pipeline maintain [options]             compact small files, expire snapshots, keep backfills reversible
 """
 
 from __future__ import annotations
@@ -53,6 +55,19 @@ def build_parser() -> argparse.ArgumentParser:
     rollback = commands.add_parser("rollback", help="restore every table of a published backfill to its snapshot before publishing")
     rollback.add_argument("run_id", help="a run id (bf_...)")
 
+    maintain = commands.add_parser(
+        "maintain", help="compact small files and expire old snapshots, keeping every backfill reversible",
+        description="Compact small files (Iceberg rewrite_data_files) and expire snapshots older than --expire-days "
+        "(expire_snapshots) of the raw and mart tables. Tables held by a running backfill are skipped; snapshots a "
+        "published backfill's rollback still needs are kept. Exit codes: 0 done, 2 refused (bad argument).")
+    maintain.add_argument("--tables", help="schema.table names (space or comma separated); default: every Iceberg "
+                          "table of the raw and marts schemas")
+    maintain.add_argument("--no-compact", action="store_true", help="only expire snapshots")
+    maintain.add_argument("--expire-days", type=int, default=7, metavar="N",
+                          help="expire snapshots older than N days (default %(default)s; -1: expire nothing)")
+    maintain.add_argument("--retain-last", type=int, default=5, metavar="N",
+                          help="always keep the newest N snapshots of each table (default %(default)s)")
+
     main = commands.add_parser("main", help="the main job on the embedded Spark")
     main.add_argument("--seed", type=int, default=generator.GeneratorConfig.seed,
                       help="random seed of the sample (default %(default)s)")
@@ -84,9 +99,46 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command in ("backfill", "status", "rollback"):
         return _backfill_command(args)
+    if args.command == "maintain":
+        return _maintain_command(args)
     from pipeline import main_job
 
     return main_job.main(generator.GeneratorConfig(seed=args.seed, days=args.days, orders_per_day=args.orders_per_day))
+
+
+def _maintain_command(args: argparse.Namespace) -> int:
+    import re
+    from datetime import timedelta
+
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    tables = [t for t in re.split(r"[\s,]+", args.tables or "") if t]
+    bad = [t for t in tables if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*", t)]
+    if bad or args.expire_days < -1 or args.retain_last < 1:
+        problem = (f"--tables {bad[0]!r} is not a schema.table name" if bad else
+                   "--expire-days must be -1 or more" if args.expire_days < -1 else "--retain-last must be at least 1")
+        console.print(f"[red]refused:[/] {problem}")
+        return 2
+    from pipeline.maintain import maintain
+    from pipeline.spark import get_spark
+
+    try:
+        results = maintain(get_spark(), tables or None, compact=not args.no_compact,
+                           expire_older_than=None if args.expire_days < 0 else timedelta(days=args.expire_days),
+                           retain_last=args.retain_last)
+    except ValueError as error:
+        console.print(f"[red]refused:[/] {error}")
+        return 2
+    table = Table(title="maintenance")
+    for column in ("table", "files before", "files after", "rewritten", "snapshots expired", "note"):
+        table.add_column(column)
+    for r in results:
+        note = r.skipped or (f"kept snapshots for rollback of {r.kept_for_rollback}" if r.kept_for_rollback else "")
+        table.add_row(r.table, str(r.files_before), str(r.files_after), str(r.rewritten_files), str(r.expired_snapshots), note)
+    console.print(table)
+    return 0
 
 
 def _backfill_command(args: argparse.Namespace) -> int:

@@ -34,6 +34,21 @@ def current_snapshot_id(spark: SparkSession, table: str) -> int | None:
     return branch_head(spark, table, "main")
 
 
+def operations_since(spark: SparkSession, table: str, snapshot_id: int | None) -> list[str] | None:
+    """The operations of main's commits after `snapshot_id` (newest first): [] if main is still
+    there, None if `snapshot_id` is not an ancestor of main (main was reset past it, or it expired).
+    A `replace` is a compaction (rewrite_data_files): same rows, other files."""
+    table = _checked(table)
+    by_id = {row.snapshot_id: row for row in spark.sql(f"select snapshot_id, parent_id, operation from {table}.snapshots").collect()}
+    cursor, operations = current_snapshot_id(spark, table), []
+    while cursor is not None and cursor in by_id:
+        if cursor == snapshot_id:
+            return operations
+        operations.append(by_id[cursor].operation)
+        cursor = by_id[cursor].parent_id
+    return None
+
+
 @dataclass(frozen=True)
 class Change:
     """What the snapshots committed after `since` did to a table."""

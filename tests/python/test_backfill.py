@@ -144,6 +144,11 @@ def test_overlapping_backfill_is_refused_and_a_stale_lock_is_reported(built: War
     free = runner(built)
     assert free.start(free.plan("2025-01-01", "2025-01-02", "dim_customer", 1), "no overlap")
     [held] = Control(built.spark).active_runs()
+    # maintenance leaves a held table alone: a commit to its main would block the publish
+    from pipeline.maintain import maintain
+
+    [skipped] = maintain(built.spark, ["marts.fct_order_item"], expire_older_than=None)
+    assert skipped.skipped == f"held by running backfill {held.run_id}"
     free.abandon(held.run_id)
     assert Control(built.spark).active_runs() == []
 
@@ -177,3 +182,37 @@ def test_dry_run_writes_nothing(built: Warehouse):
     assert "2 windows" in text and "fct_order_item" in text and "dim_date" in text
     assert snapshots(built) == before
     assert not iceberg.table_exists(built.spark, "control.backfill_runs")
+
+
+def test_maintenance_compacts_keeps_rollback_snapshots_and_rollback_passes_compactions(built: Warehouse):
+    from datetime import UTC, datetime
+
+    from pipeline.maintain import maintain
+
+    before_tables = {t: built.table(t) for t in MARTS}
+    backfill = runner(built)
+    run_id = backfill.start(backfill.plan("2025-01-01", "2025-01-02", "int_order_items__current_state", 1),
+                            "maintenance after a backfill")
+    [table] = [t for t in Control(built.spark).tables(run_id) if t.table_name == "marts.fct_order_item"]
+
+    # compaction of the landing tables: fewer files, the same rows
+    raw_before = {t: built.table(t) for t in ("raw.orders", "raw.order_items")}
+    compacted = {r.table: r for r in maintain(built.spark, ["raw.orders", "raw.order_items"], expire_older_than=None)}
+    for name, rows in raw_before.items():
+        assert compacted[name].rewritten_files > 0 and compacted[name].files_after < compacted[name].files_before
+        assert built.table(name) == rows
+
+    # a compaction of a published table (a `replace` commit) does not end its rollback...
+    built.spark.sql("call spark_catalog.system.rewrite_data_files(table => 'marts.fct_order_item',"
+                    " options => map('rewrite-all', 'true'))")
+    assert iceberg.operations_since(built.spark, "marts.fct_order_item", table.published_snapshot_id) == ["replace"]
+    # ...and expiring everything older than an hour from now keeps the snapshot rollback restores
+    expired = {r.table: r for r in maintain(built.spark, ["marts.fct_order_item"], compact=False,
+                                            expire_older_than=timedelta(0), retain_last=1,
+                                            now=datetime.now(UTC) + timedelta(hours=1))}
+    assert expired["marts.fct_order_item"].kept_for_rollback == run_id
+    assert expired["marts.fct_order_item"].expired_snapshots > 0  # the first build's snapshots went
+    assert built.rows(f"select 1 from marts.fct_order_item.snapshots where snapshot_id = {table.pre_publish_snapshot_id}")
+
+    backfill.rollback(run_id)
+    assert {t: built.table(t) for t in MARTS} == before_tables

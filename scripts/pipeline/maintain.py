@@ -1,0 +1,117 @@
+"""Table maintenance: compact small files, expire old snapshots, and keep every backfill reversible.
+
+Landing appends a file per batch and every MERGE rewrites files, so tables collect small files
+(31 landed days of `raw.order_items` are 120 files); each scan pays per file. Compaction
+(`rewrite_data_files`, bin-pack) rewrites them into few files in a `replace` snapshot: same
+rows, other files. Expiry (`expire_snapshots`) drops snapshots older than the retention and
+the files only they reference.
+
+What is never done:
+- a table held by a running backfill is left alone (a commit to its main would make the
+  backfill's publish refuse, and its branch would no longer fast-forward);
+- a snapshot that `pipeline rollback` of a published backfill still needs is never expired:
+  the retention is shortened to keep it. Compaction does not block rollback (the runner rolls
+  back past `replace` commits, which change no rows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from pyspark.sql import SparkSession
+
+from pipeline import iceberg
+
+DEFAULT_SCHEMAS = ("raw", "marts")
+
+
+@dataclass(frozen=True)
+class TableMaintenance:
+    table: str
+    skipped: str | None = None  # why nothing was done
+    files_before: int = 0
+    files_after: int = 0
+    rewritten_files: int = 0
+    expired_snapshots: int = 0
+    kept_for_rollback: str | None = None  # the run whose rollback shortened the retention
+
+
+def iceberg_tables(spark: SparkSession, schemas: tuple[str, ...] = DEFAULT_SCHEMAS) -> list[str]:
+    tables = []
+    for schema in schemas:
+        if not spark.catalog.databaseExists(schema):
+            continue
+        for table in spark.catalog.listTables(schema):
+            if table.tableType != "VIEW" and not table.isTemporary:
+                tables.append(f"{schema}.{table.name}")
+    return sorted(tables)
+
+
+def _backfill_holds(spark: SparkSession) -> tuple[dict[str, str], dict[str, tuple[str, int]]]:
+    """(tables held by a running backfill -> run id, tables of a published backfill that can still
+    be rolled back -> (run id, the snapshot its rollback restores)). Read only: no control table
+    is created here."""
+    held: dict[str, str] = {}
+    reversible: dict[str, tuple[str, int]] = {}
+    if not (iceberg.table_exists(spark, "control.backfill_runs") and iceberg.table_exists(spark, "control.backfill_tables")):
+        return held, reversible
+    rows = spark.sql(
+        "select runs.run_id, runs.status, runs.models, tables.table_name, tables.pre_publish_snapshot_id,"
+        " tables.published_snapshot_id from control.backfill_runs as runs"
+        " inner join control.backfill_tables as tables on runs.run_id = tables.run_id"
+        " where runs.status in ('running', 'published') and tables.rolled_back_at is null"
+    ).collect()
+    for row in rows:
+        if row.status == "running":
+            held[row.table_name] = row.run_id
+        elif row.pre_publish_snapshot_id is not None and row.pre_publish_snapshot_id != row.published_snapshot_id:
+            operations = iceberg.operations_since(spark, row.table_name, row.published_snapshot_id)
+            if operations is not None and all(op == "replace" for op in operations):
+                reversible[row.table_name] = (row.run_id, row.pre_publish_snapshot_id)
+    return held, reversible
+
+
+def _file_count(spark: SparkSession, table: str) -> int:
+    return int(spark.sql(f"select count(*) from {table}.files").collect()[0][0])
+
+
+def maintain(spark: SparkSession, tables: list[str] | None = None, compact: bool = True,
+             expire_older_than: timedelta | None = timedelta(days=7), retain_last: int = 5,
+             now: datetime | None = None) -> list[TableMaintenance]:
+    """Compact and/or expire `tables` (default: every Iceberg table of raw and marts)."""
+    names = [iceberg._checked(t) for t in (tables or iceberg_tables(spark))]
+    missing = [t for t in names if not iceberg.table_exists(spark, t)]
+    if missing:
+        raise ValueError(f"table {missing[0]} does not exist")
+    if retain_last < 1:
+        raise ValueError("retain_last must be at least 1")
+    held, reversible = _backfill_holds(spark)
+    results = []
+    for table in names:
+        if table in held:
+            results.append(TableMaintenance(table, skipped=f"held by running backfill {held[table]}"))
+            continue
+        before = _file_count(spark, table)
+        rewritten = 0
+        if compact:
+            row = spark.sql(f"call spark_catalog.system.rewrite_data_files(table => '{table}', "
+                            "options => map('min-input-files', '2'))").collect()[0]
+            rewritten = int(row.rewritten_data_files_count)
+        expired, kept_for = 0, None
+        if expire_older_than is not None:
+            cutoff = ((now or datetime.now(UTC)) - expire_older_than).strftime("%Y-%m-%d %H:%M:%S.%f")
+            if table in reversible:
+                run_id, snapshot = reversible[table]
+                # the session time zone is UTC (profile): compare and format on the engine
+                rows = spark.sql(f"select date_format(committed_at, 'yyyy-MM-dd HH:mm:ss.SSSSSS') as at,"
+                                 f" committed_at < timestamp '{cutoff}' as older from {table}.snapshots"
+                                 " where snapshot_id = :s", args={"s": snapshot}).collect()
+                if rows and rows[0].older:
+                    cutoff, kept_for = rows[0].at, run_id
+            row = spark.sql(f"call spark_catalog.system.expire_snapshots(table => '{table}', "
+                            f"older_than => timestamp '{cutoff}', retain_last => {int(retain_last)})").collect()[0]
+            # the procedure reports files; each expired snapshot had exactly one manifest list
+            expired = int(row.asDict().get("deleted_manifest_lists_count", 0) or 0)
+        results.append(TableMaintenance(table, None, before, _file_count(spark, table), rewritten, expired, kept_for))
+    return results
