@@ -112,7 +112,7 @@ def _loop() -> dict:
                         "--log-path", str(paths.state_dir() / "logs")],
                        check=True, cwd=paths.PROJECT_DIR, env=os.environ.copy())
         wall = time.perf_counter() - t0
-        results = json.loads((paths.PROJECT_DIR / "target" / "run_results.json").read_text())["results"]
+        results = json.loads((paths.target_dir() / "run_results.json").read_text())["results"]
         runs.append({"wall_s": wall, "dbt_node_s": sum(r["execution_time"] for r in results)})
     return {"total_s": time.perf_counter() - started, "windows": runs}
 

@@ -80,7 +80,8 @@ class Dbt:
 
     def ls(self, *args: str) -> list[str]:
         """`dbt ls ... --output name`: the selected nodes' names."""
-        full = ["--quiet", "--log-path", str(paths.state_dir() / "logs"), "ls", *args, "--output", "name",
+        # --log-level none: `ls` prints its results even with --quiet; they are returned here instead
+        full = ["--quiet", "--log-level", "none", "--log-path", str(paths.state_dir() / "logs"), "ls", *args, "--output", "name",
                 "--project-dir", str(paths.PROJECT_DIR), "--profiles-dir", str(paths.PROFILES_DIR)]
         result: dbtRunnerResult = self._runner.invoke(full)
         if result.exception is not None or not result.success:

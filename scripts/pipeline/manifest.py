@@ -1,4 +1,4 @@
-"""What the dbt project declares, read from dbt's manifest (target/manifest.json)."""
+"""What the dbt project declares, read from dbt's manifest (manifest.json in paths.target_dir())."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ class IncrementalModel:
 
 
 def incremental_models() -> list[IncrementalModel]:
-    manifest = json.loads((paths.PROJECT_DIR / "target" / "manifest.json").read_text())
+    manifest = json.loads((paths.target_dir() / "manifest.json").read_text())
     models = []
     for node in manifest["nodes"].values():
         config = node.get("config", {})

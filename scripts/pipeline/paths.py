@@ -19,6 +19,13 @@ def state_dir() -> Path:
     return Path(os.environ.get("PIPELINE_STATE_DIR", PROJECT_DIR / ".warehouse")).resolve()
 
 
+def target_dir() -> Path:
+    """dbt's target folder (manifest, run results): DBT_TARGET_PATH, as dbt itself reads it, else
+    `target/` of the project. A process that runs dbt beside another one sets its own."""
+    path = Path(os.environ.get("DBT_TARGET_PATH", "target"))
+    return path if path.is_absolute() else PROJECT_DIR / path
+
+
 def export_environment() -> None:
     """Pin the environment variables the profile reads to absolute paths.
 

@@ -26,7 +26,10 @@ TIMEOUT_S = 600
 
 
 def _env(state: Path) -> dict[str, str]:
-    return {**os.environ, "PIPELINE_STATE_DIR": str(state), "PYTHONUNBUFFERED": "1"}
+    # a dbt target folder of its own: scripts/test.sh runs this test beside the rest of the suite,
+    # whose in-process dbt writes the project's target/ meanwhile
+    return {**os.environ, "PIPELINE_STATE_DIR": str(state), "DBT_TARGET_PATH": str(state.parent / "target"),
+            "PYTHONUNBUFFERED": "1"}
 
 
 def _kill_on_line(command: list[str], env: dict[str, str], pattern: str) -> tuple[str, str]:
@@ -80,6 +83,7 @@ def test_a_backfill_killed_between_and_inside_windows_resumes_to_the_full_refres
     # 1. killed between windows: right after window 1's checkpoint
     _, output = _kill_on_line([python, str(HARNESS), "backfill"], env, r"window 1/3 \S+ \.\. \S+ done")
     run_id = re.search(r"backfill (bf_\d{8}_\d{6}_[0-9a-f]{6}): 3 windows", output).group(1)
+    assert not re.search(r"^fct_orders?$", output, re.M), "dbt ls printed the selection to the CLI's output"
 
     # 2. killed inside window 2: one of its two MERGEs committed to the branch, no checkpoint
     _kill_on_log([python, "-m", "pipeline.cli", "backfill", "--resume", run_id], env,
