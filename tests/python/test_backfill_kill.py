@@ -26,8 +26,7 @@ TIMEOUT_S = 600
 
 
 def _env(state: Path) -> dict[str, str]:
-    # a dbt target folder of its own: scripts/test.sh runs this test beside the rest of the suite,
-    # whose in-process dbt writes the project's target/ meanwhile
+    # a dbt target folder of its own: the test session's in-process dbt owns the project's target/
     return {**os.environ, "PIPELINE_STATE_DIR": str(state), "DBT_TARGET_PATH": str(state.parent / "target"),
             "PYTHONUNBUFFERED": "1"}
 
