@@ -114,8 +114,10 @@ def _maintain_command(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     console = Console(width=None if sys.stdout.isatty() else 160)
+    from pipeline.iceberg import TABLE_NAME  # pyspark's Python side only: no JVM yet
+
     tables = [t for t in re.split(r"[\s,]+", args.tables or "") if t]
-    bad = [t for t in tables if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*", t)]
+    bad = [t for t in tables if not TABLE_NAME.fullmatch(t)]
     if bad or args.expire_days < -1 or args.retain_last < 1:
         problem = (f"--tables {bad[0]!r} is not a schema.table name" if bad else
                    "--expire-days must be -1 or more" if args.expire_days < -1 else "--retain-last must be at least 1")

@@ -7,24 +7,26 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-_TABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
+TABLE_NAME = re.compile(  # a table name that may reach SQL
+    r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _checked(table: str) -> str:
-    if not _TABLE.fullmatch(table):
+def checked_table(table: str) -> str:
+    """`table` if it is a plain schema.table name (it reaches SQL), else ValueError."""
+    if not TABLE_NAME.fullmatch(table):
         raise ValueError(f"not a schema.table name: {table!r}")
     return table
 
 
 def table_exists(spark: SparkSession, table: str) -> bool:
-    return spark.catalog.tableExists(_checked(table))
+    return spark.catalog.tableExists(checked_table(table))
 
 
 def branch_head(spark: SparkSession, table: str, branch: str) -> int | None:
     """The snapshot a branch of a table points at; None if the branch (or table) does not exist."""
     if not table_exists(spark, table):
         return None
-    rows = spark.sql(f"select snapshot_id from {_checked(table)}.refs where name = :b and type = 'BRANCH'",
+    rows = spark.sql(f"select snapshot_id from {checked_table(table)}.refs where name = :b and type = 'BRANCH'",
                      args={"b": branch}).collect()
     return rows[0][0] if rows else None
 
@@ -38,7 +40,7 @@ def operations_since(spark: SparkSession, table: str, snapshot_id: int | None) -
     """The operations of main's commits after `snapshot_id` (newest first): [] if main is still
     there, None if `snapshot_id` is not an ancestor of main (main was reset past it, or it expired).
     A `replace` is a compaction (rewrite_data_files): same rows, other files."""
-    table = _checked(table)
+    table = checked_table(table)
     by_id = {row.snapshot_id: row for row in spark.sql(f"select snapshot_id, parent_id, operation from {table}.snapshots").collect()}
     cursor, operations = current_snapshot_id(spark, table), []
     while cursor is not None and cursor in by_id:
@@ -47,6 +49,13 @@ def operations_since(spark: SparkSession, table: str, snapshot_id: int | None) -
         operations.append(by_id[cursor].operation)
         cursor = by_id[cursor].parent_id
     return None
+
+
+def only_compactions_since(spark: SparkSession, table: str, snapshot_id: int | None) -> bool:
+    """Main is at `snapshot_id`, or only compactions (`replace`: same rows, other files) were
+    committed after it: rolling back to it, or past them, loses no data."""
+    operations = operations_since(spark, table, snapshot_id)
+    return operations is not None and all(op == "replace" for op in operations)
 
 
 @dataclass(frozen=True)
@@ -69,7 +78,7 @@ def change_since(spark: SparkSession, table: str, since: int | None, key: str) -
     the changelog view, with the table's key as identifier and carry-over rows removed, splits
     them exactly into inserted, updated and deleted rows.
     """
-    table = _checked(table)
+    table = checked_table(table)
     current = current_snapshot_id(spark, table)
     if current is None or current == since:
         return Change(0, 0, 0, 0, 0, 0, 0)
@@ -101,7 +110,7 @@ def change_since(spark: SparkSession, table: str, since: int | None, key: str) -
 
 
 def watermarks(spark: SparkSession, control_schema: str = "control") -> dict[str, object]:
-    table = _checked(f"{control_schema}.etl_watermark")
+    table = checked_table(f"{control_schema}.etl_watermark")
     if not table_exists(spark, table):
         return {}
     return {row.pipeline_name: row.watermark_ts for row in spark.sql(f"select pipeline_name, watermark_ts from {table}").collect()}

@@ -57,7 +57,7 @@ def _backfill_holds(spark: SparkSession) -> tuple[dict[str, str], dict[str, tupl
     if not (iceberg.table_exists(spark, "control.backfill_runs") and iceberg.table_exists(spark, "control.backfill_tables")):
         return held, reversible
     rows = spark.sql(
-        "select runs.run_id, runs.status, runs.models, tables.table_name, tables.pre_publish_snapshot_id,"
+        "select runs.run_id, runs.status, tables.table_name, tables.pre_publish_snapshot_id,"
         " tables.published_snapshot_id from control.backfill_runs as runs"
         " inner join control.backfill_tables as tables on runs.run_id = tables.run_id"
         " where runs.status in ('running', 'published') and tables.rolled_back_at is null"
@@ -65,10 +65,9 @@ def _backfill_holds(spark: SparkSession) -> tuple[dict[str, str], dict[str, tupl
     for row in rows:
         if row.status == "running":
             held[row.table_name] = row.run_id
-        elif row.pre_publish_snapshot_id is not None and row.pre_publish_snapshot_id != row.published_snapshot_id:
-            operations = iceberg.operations_since(spark, row.table_name, row.published_snapshot_id)
-            if operations is not None and all(op == "replace" for op in operations):
-                reversible[row.table_name] = (row.run_id, row.pre_publish_snapshot_id)
+        elif (row.pre_publish_snapshot_id is not None and row.pre_publish_snapshot_id != row.published_snapshot_id
+              and iceberg.only_compactions_since(spark, row.table_name, row.published_snapshot_id)):
+            reversible[row.table_name] = (row.run_id, row.pre_publish_snapshot_id)
     return held, reversible
 
 
@@ -80,7 +79,7 @@ def maintain(spark: SparkSession, tables: list[str] | None = None, compact: bool
              expire_older_than: timedelta | None = timedelta(days=7), retain_last: int = 5,
              now: datetime | None = None) -> list[TableMaintenance]:
     """Compact and/or expire `tables` (default: every Iceberg table of raw and marts)."""
-    names = [iceberg._checked(t) for t in (tables or iceberg_tables(spark))]
+    names = [iceberg.checked_table(t) for t in (tables or iceberg_tables(spark))]
     missing = [t for t in names if not iceberg.table_exists(spark, t)]
     if missing:
         raise ValueError(f"table {missing[0]} does not exist")

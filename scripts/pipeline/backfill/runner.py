@@ -96,13 +96,6 @@ def _owner_gone(owner: str) -> bool:
     return False
 
 
-def _only_compacted_since(spark: SparkSession, table: str, snapshot_id: int) -> bool:
-    """Main is at `snapshot_id`, or only compactions (same rows, other files) were committed
-    after it: rolling back past them loses no data."""
-    operations = iceberg.operations_since(spark, table, snapshot_id)
-    return operations is not None and all(op == "replace" for op in operations)
-
-
 def git_commit() -> str:
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=paths.PROJECT_DIR, capture_output=True, text=True, check=True)
@@ -319,7 +312,8 @@ class Backfill:
         if run.status != "published":
             raise BackfillRefused(f"run {run_id} is {run.status}; only a published run can be rolled back")
         tables = control.tables(run_id)
-        moved = [t.table_name for t in tables if not _only_compacted_since(self.spark, t.table_name, t.published_snapshot_id)]
+        moved = [t.table_name for t in tables
+                 if not iceberg.only_compactions_since(self.spark, t.table_name, t.published_snapshot_id)]
         if moved:
             raise BackfillRefused(f"main of {', '.join(moved)} changed after {run_id} was published; rolling back "
                                   "would also undo those later commits. Restate the range with a new backfill instead")
