@@ -6,7 +6,7 @@
         {{ exceptions.raise_compiler_error(
             "var 'lookback_days' must map a domain to days, e.g. {sales: 3}; got: " ~ configured) }}
     {% endif %}
-    {% set days = configured.get(domain, 3) %}
+    {% set days = configured.get(domain, 3) if configured is mapping else none %}
     {% if days is not integer or days < 0 %}
         {{ exceptions.raise_compiler_error(
             "var 'lookback_days' for domain '" ~ domain ~ "' must be a whole number of days >= 0; got: "

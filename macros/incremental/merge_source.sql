@@ -1,15 +1,23 @@
 {#- The final select of every incremental model: what reaches the MERGE.
     - Full build: the rows of `live` (a CTE of current, non-deleted rows), as they are.
-    - Incremental: only rows that differ from the table (a null-safe anti-join over all of the
-      table's columns, so an unchanged row is not rewritten and a rerun changes nothing), flagged
-      `_is_deleted = false`; plus, when `deleted` (a CTE of keys whose current state is deleted)
-      is given, the table's rows for those keys flagged `_is_deleted = true` (rule 6).
+    - Incremental, with `changes` (a CTE of the scoped current state: every column of the table
+      plus `is_deleted`, one row per unique key): one pass. `changes` is left-joined to the table
+      on the unique key once; a live row is sent only when it differs from the table's row
+      (null-safe, every column: an unchanged row is not rewritten and a rerun changes nothing),
+      flagged `_is_deleted = false`; a deleted key is sent as the table's row flagged
+      `_is_deleted = true`, only when the table holds it (rule 6). The current state and the
+      table are each read once (the MERGE then reads this source twice: copy-on-write file
+      pruning and the join). The model's columns are those documented in its yml, which must
+      be the table's.
+    - Incremental, without `changes` (dimensions, which keep deleted members flagged): the rows
+      of `live` that differ from the table (a null-safe anti-join over every column).
     guarded_merge_sql turns the flag into DELETE / UPDATE / INSERT. -#}
-{% macro merge_source(live, deleted=none, unique_key=none) %}
+{% macro merge_source(live, changes=none, unique_key=none) %}
     {% if not is_incremental() %}
         select * from {{ live }}
     {% else %}
         {% set columns = adapter.get_columns_in_relation(this) | map(attribute='name') | list %}
+        {% if changes is none %}
         select
             {%- for column in columns %}
             changed.{{ column }},
@@ -21,16 +29,44 @@
             {%- for column in columns %}
             changed.{{ column }} <=> existing.{{ column }}{{ " and" if not loop.last }}
             {%- endfor %}
-        {%- if deleted is not none %}
-        union all
+        {% else %}
+        {% if unique_key is none %}
+            {{ exceptions.raise_compiler_error(
+                "model " ~ this ~ ": merge_source(changes=...) needs the unique_key") }}
+        {% endif %}
+        {#- `changes` is read by the table's column names, so the model's columns are taken from
+            its yml (every mart documents all of them; a test keeps yml and table equal): a model
+            whose columns changed fails here with what to do, not with a Spark analysis error -#}
+        {% set declared = model.columns.keys() | list %}
+        {% set missing = columns | reject('in', declared) | list %}
+        {% set extra = declared | reject('in', columns) | list %}
+        {% if not declared or missing or extra %}
+            {{ exceptions.raise_compiler_error(
+                "model " ~ this ~ ": its select no longer matches the table (table columns the "
+                ~ "model does not declare in its yml: " ~ missing ~ ", declared columns the table "
+                ~ "has not: " ~ extra ~ "). Rebuild it with --full-refresh, or migrate the table "
+                ~ "first.") }}
+        {% endif %}
         select
             {%- for column in columns %}
-            existing.{{ column }},
+            case
+                when changes.is_deleted then existing.{{ column }} else changes.{{ column }}
+            end as {{ column }},
             {%- endfor %}
-            true as _is_deleted
-        from {{ this }} as existing
-        left semi join {{ deleted }} as removed
-            on existing.{{ unique_key }} = removed.{{ unique_key }}
-        {%- endif %}
+            changes.is_deleted as _is_deleted
+        from {{ changes }} as changes
+        left join {{ this }} as existing
+            on changes.{{ unique_key }} = existing.{{ unique_key }}
+        where
+            (changes.is_deleted and existing.{{ unique_key }} is not null)
+            or (
+                not changes.is_deleted
+                and not (
+                    {%- for column in columns %}
+                    changes.{{ column }} <=> existing.{{ column }}{{ " and" if not loop.last }}
+                    {%- endfor %}
+                )
+            )
+        {% endif %}
     {% endif %}
 {% endmacro %}

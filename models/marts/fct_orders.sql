@@ -18,7 +18,8 @@ current_state as (
     {% endif %}
 ),
 
-live as (
+-- the rows of a full build; an incremental run sends current_state to merge_source instead
+live as (  -- noqa: ST03
     select
         order_id,
         order_date,
@@ -36,12 +37,6 @@ live as (
         updated_at
     from current_state
     where not is_deleted
-),
-
-deleted as (
-    select order_id
-    from current_state
-    where is_deleted
 )
 
-{{ merge_source('live', 'deleted', 'order_id') }}
+{{ merge_source('live', changes='current_state', unique_key='order_id') }}
