@@ -4,6 +4,7 @@
 # to pytest.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
+bash scripts/install_browser.sh  # Debian's chromium, for the status page's test in a real browser
 echo "== sqlfluff lint"
 .venv/bin/sqlfluff lint models macros tests/dbt
 echo "== pytest"

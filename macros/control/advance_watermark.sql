@@ -7,9 +7,10 @@
     The update timestamp of a source is its freshness `loaded_at_field` (updated_at here).
     Renders nothing (no statement) for a model without sources, and in a backfill (vars
     backfill_start/backfill_end): a backfill restates history and never moves the daily
-    pipeline's watermark. -#}
+    pipeline's watermark; nor for the scratch build of a dual-run comparison (var
+    dual_run_model). -#}
 {% macro advance_watermark() %}
-    {% if not execute or backfill_window() is not none %}
+    {% if not execute or backfill_window() is not none or var('dual_run_model', none) is not none %}
         {{ return('') }}
     {% endif %}
     {% set source_ids = upstream_sources(model.unique_id) %}

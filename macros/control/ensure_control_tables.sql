@@ -1,7 +1,9 @@
-{#- on-run-start: create the control schema and the watermark table if they are missing.
-    One row per pipeline (= incremental model); see advance_watermark. -#}
+{#- on-run-start: create the control schema, the watermark table (one row per pipeline =
+    incremental model; see advance_watermark) and the run records (see record_runs) if they are
+    missing. Nothing under backfill vars: a backfill never reads or moves the watermark, and the
+    runner creates these tables when it starts (`dbt run-operation ensure_control_tables`). -#}
 {% macro ensure_control_tables() %}
-    {% if execute %}
+    {% if execute and backfill_window() is none %}
         {% do run_query("create schema if not exists " ~ var('control_schema', 'control')) %}
         {% call statement('create_watermark_table') %}
             create table if not exists {{ watermark_relation() }} (
@@ -10,6 +12,31 @@
                 previous_watermark_ts timestamp,
                 invocation_id string,
                 advanced_at timestamp
+            )
+            using iceberg
+            tblproperties ('format-version' = '2')
+        {% endcall %}
+        {% call statement('create_run_records') %}
+            create table if not exists {{ var('control_schema', 'control') }}.run_records (
+                invocation_id string,
+                model_name string,
+                relation_name string,
+                status string,
+                started_at timestamp,
+                finished_at timestamp,
+                window_start date,
+                window_end date,
+                watermark_before timestamp,
+                watermark_after timestamp,
+                watermark_lag_seconds bigint,
+                snapshots_committed int,
+                added_records bigint,
+                deleted_records bigint,
+                added_files bigint,
+                removed_files bigint,
+                changed_partitions bigint,
+                message string,
+                recorded_at timestamp
             )
             using iceberg
             tblproperties ('format-version' = '2')

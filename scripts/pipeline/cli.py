@@ -4,6 +4,9 @@
     pipeline land FILE... [--table T]       validate and append files to the raw tables
     pipeline main                           the main job (generate, land, build, incremental, summary)
     pipeline backfill | status | rollback   windowed, isolated, reversible backfills (see --help)
+    pipeline restate [--select] --reason R  backfill only the dates of rows late beyond their window
+    pipeline compare MODEL                  dual run: full refresh in a scratch schema vs the incremental table
+    pipeline report [--out FILE]            the status page: one static HTML file
     pipeline maintain [options]             compact small files, expire snapshots, keep backfills reversible
 """
 
@@ -48,6 +51,35 @@ def build_parser() -> argparse.ArgumentParser:
                           help="print windows, models and what each window may rewrite (Iceberg metadata only); write nothing")
     backfill.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted or failed run after its last finished window")
     backfill.add_argument("--abandon", metavar="RUN_ID", help="drop an unpublished run's branches and release its lock")
+
+    restate = commands.add_parser(
+        "restate", help="backfill only the order dates of rows that arrived after their restatement window",
+        description="Reads audit_unreflected_changes (fact keys whose current source state is not in the mart "
+                    "and that the next daily run will not pick up, within var restatement_horizon_days of the "
+                    "watermark) and backfills exactly their order dates through the backfill machinery: branches, "
+                    "gate, atomic publish, rollback. Exit 0 when published or when nothing needs restating.")
+    restate.add_argument("--select", help="restrict to these facts (space or comma separated)")
+    restate.add_argument("--batch-days", type=int, default=7,
+                         help="largest window in days; consecutive dates share windows (default 7)")
+    restate.add_argument("--reason", help="why history is rewritten; required, recorded with the run")
+    restate.add_argument("--dry-run", action="store_true", help="print the dates and windows; write nothing")
+
+    compare = commands.add_parser(
+        "compare", help="dual run: build a model by full refresh into a scratch schema and diff it with the incremental table",
+        description="Builds MODEL by full refresh into --scratch-schema (its upstream models are read where they are; "
+                    "no watermark moves) and compares it with the incremental table by unique key: identical, "
+                    "modified, missing and extra row counts, mismatches per column, sample keys. Exit 0 when equal, "
+                    "1 on any difference: the migration path from full refresh to incremental.")
+    compare.add_argument("model", help="an incremental model, e.g. fct_order_item")
+    compare.add_argument("--scratch-schema", default="dual_run", help="schema of the full-refresh build (default dual_run)")
+    compare.add_argument("--keep", action="store_true", help="keep the scratch table for inspection")
+    compare.add_argument("--json", type=Path, metavar="FILE", help="also write the comparison as JSON")
+
+    report = commands.add_parser(
+        "report", help="write the status page: one static HTML file (freshness, watermarks, runs, daily totals, backfills, alerts)")
+    report.add_argument("--out", type=Path, default=None, help="HTML file to write (default <state dir>/status.html)")
+    report.add_argument("--days", type=int, default=14, help="days of daily source vs mart net_amount (default 14)")
+    report.add_argument("--runs", type=int, default=30, help="latest run records shown (default 30)")
 
     status = commands.add_parser("status", help="list backfill runs, or one run's windows and tables")
     status.add_argument("run_id", nargs="?", help="a run id (bf_...)")
@@ -97,10 +129,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {error}; nothing was appended", file=sys.stderr)
             return 2
         return 0
-    if args.command in ("backfill", "status", "rollback"):
+    if args.command in ("backfill", "restate", "status", "rollback"):
         return _backfill_command(args)
     if args.command == "maintain":
         return _maintain_command(args)
+    if args.command == "compare":
+        return _compare_command(args)
+    if args.command == "report":
+        return _report_command(args)
     from pipeline import main_job
 
     return main_job.main(generator.GeneratorConfig(seed=args.seed, days=args.days, orders_per_day=args.orders_per_day))
@@ -143,6 +179,62 @@ def _maintain_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report_command(args: argparse.Namespace) -> int:
+    if not 1 <= args.days <= 366 or not 1 <= args.runs <= 1000:
+        print("refused: --days must be 1..366 and --runs 1..1000", file=sys.stderr)
+        return 2
+    from pipeline import paths, report
+    from pipeline.dbt import Dbt
+    from pipeline.spark import get_spark
+
+    out = args.out or paths.state_dir() / "status.html"
+    written = report.write(get_spark(), Dbt(quiet=True), out, args.days, args.runs)
+    print(f"wrote {out}: {len(written.pipelines)} pipelines, {len(written.runs)} runs, "
+          f"{len(written.backfills)} backfills, {len(written.alerts)} alerts")
+    return 0
+
+
+def _compare_command(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from pipeline.backfill.plan import PlanError, parse_selectors
+
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    try:
+        if parse_selectors(args.model) != [args.model] or "+" in args.model:
+            raise PlanError(f"compare takes one model name, got {args.model!r}")
+    except PlanError as error:
+        console.print(f"[red]refused:[/] {error}")
+        return 2
+    from pipeline.compare import CompareError, compare
+    from pipeline.dbt import Dbt, DbtError
+    from pipeline.spark import get_spark
+
+    try:
+        result = compare(get_spark(), Dbt(quiet=True), args.model, args.scratch_schema, keep=args.keep)
+    except CompareError as error:
+        console.print(f"[red]refused:[/] {error}")
+        return 2
+    except DbtError as error:
+        console.print(f"[red]failed:[/] {error}")
+        return 1
+    table = Table(title=f"{result.incremental_table} (incremental) vs {result.full_refresh_table} (full refresh), "
+                        f"by {result.unique_key}")
+    for column in ("identical", "modified", "missing", "extra"):
+        table.add_column(column, justify="right")
+    table.add_row(*(str(getattr(result, c)) for c in ("identical", "modified", "missing", "extra")))
+    console.print(table)
+    for column, count in result.column_mismatches.items():
+        console.print(f"  {column}: {count} modified rows differ")
+    for state, keys in result.sample_keys.items():
+        console.print(f"  {state} keys (sample): {', '.join(keys)}")
+    if args.json:
+        args.json.write_text(result.to_json())
+    console.print("[green]equal[/]" if result.equal else "[red]different[/]")
+    return 0 if result.equal else 1
+
+
 def _backfill_command(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -168,7 +260,25 @@ def _backfill_command(args: argparse.Namespace) -> int:
                 parse_selectors(args.select)
                 if not args.dry_run:
                     check_reason(args.reason)
+        if args.command == "restate":
+            parse_selectors(args.select)
+            if not args.dry_run:
+                check_reason(args.reason)
         runner = Backfill(Dbt(quiet=True), get_spark(), console)
+        if args.command == "restate":
+            restatement = runner.restate_plan(args.select, args.batch_days)
+            if restatement is None:
+                console.print("nothing to restate: every change up to the restatement window is in the marts")
+                return 0
+            console.print(f"restating {len(restatement.windows)} windows: "
+                          + ", ".join(f"{w.start} .. {w.end}" for w in restatement.windows))
+            if args.dry_run:
+                console.print(runner.dry_run(restatement))
+                return 0
+            run_id = runner.start(restatement, args.reason)
+            for table in runner.status(run_id):
+                console.print(table)
+            return 0 if runner.status_of(run_id) == "published" else 1
         if args.command == "status":
             for table in runner.status(args.run_id):
                 console.print(table)

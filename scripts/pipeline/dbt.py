@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
@@ -36,6 +37,14 @@ class NodeResult:
     failures: int | None
     message: str | None
     execution_time: float = 0.0  # seconds dbt spent executing the node
+
+
+@dataclass(frozen=True)
+class Freshness:
+    source: str  # source_name.table
+    status: str
+    max_loaded_at: datetime | None
+    age_seconds: float | None
 
 
 class Dbt:
@@ -78,6 +87,30 @@ class Dbt:
             raise DbtError(command, failures)
         return nodes
 
+    def freshness(self) -> list[Freshness]:
+        """`dbt source freshness`: per source table, its status (pass / warn / error / runtime
+        error), the greatest `loaded_at_field` (the update timestamp) and its age. A stale source
+        is a finding, not a failure of this call."""
+        command = ["source", "freshness", "--output", str(paths.target_dir() / "sources.json")]
+        result: dbtRunnerResult = self._runner.invoke(self._full(command))
+        if result.exception is not None:
+            raise DbtError(command, [], result.exception)
+        found = []
+        for item in getattr(result.result, "results", None) or []:
+            if getattr(item.node, "resource_type", None) != "source":  # on-run-start/end hooks
+                continue
+            found.append(Freshness(
+                source=f"{item.node.source_name}.{item.node.name}", status=str(item.status),
+                max_loaded_at=getattr(item, "max_loaded_at", None), age_seconds=getattr(item, "age", None)))
+        return sorted(found, key=lambda f: f.source)
+
+    @staticmethod
+    def last_invocation_id() -> str:
+        """The id of the latest dbt invocation of this process (`invocation_id` in its Jinja)."""
+        from dbt_common.invocation import get_invocation_id
+
+        return get_invocation_id()
+
     def ls(self, *args: str) -> list[str]:
         """`dbt ls ... --output name`: the selected nodes' names."""
         # --log-level none: `ls` prints its results even with --quiet; they are returned here instead
@@ -92,7 +125,9 @@ class Dbt:
 def _node_results(result: dbtRunnerResult) -> list[NodeResult]:
     nodes = []
     for item in getattr(result.result, "results", None) or []:
-        node = item.node
+        node = getattr(item, "node", None)
+        if node is None:  # run-operation's result has no node
+            continue
         nodes.append(NodeResult(
             unique_id=node.unique_id,
             name=node.name,

@@ -76,6 +76,7 @@ def run(config: GeneratorConfig, console: Console) -> int:
         )
     console.print(table)
     console.print(_reconciliation(results))
+    console.print(_freshness(dbt, spark))
     console.print(f"done in {time.monotonic() - started:.0f} s")
     return 0
 
@@ -90,6 +91,27 @@ def _reconciliation(results: list[NodeResult]) -> Table:
             colour = "green" if node.status == "pass" else "red"
             table.add_row(node.name, f"[{colour}]{node.status}[/]", str(node.failures or 0))
     return table
+
+
+def _freshness(dbt: Dbt, spark) -> Table:
+    """`dbt source freshness` on the update timestamps, and each pipeline's watermark lag."""
+    table = Table(title="freshness (dbt source freshness on updated_at; watermark lag = now - watermark)")
+    for column in ("source / pipeline", "status", "latest update", "age / lag"):
+        table.add_column(column)
+    for found in dbt.freshness():
+        colour = {"pass": "green", "warn": "yellow"}.get(found.status, "red")
+        table.add_row(found.source, f"[{colour}]{found.status}[/]", _ts(found.max_loaded_at), _age(found.age_seconds))
+    for row in spark.sql("select pipeline_name, watermark_ts, unix_timestamp(current_timestamp())"
+                         " - unix_timestamp(watermark_ts) as lag from control.etl_watermark order by 1").collect():
+        table.add_row(f"pipeline {row.pipeline_name}", "watermark", _ts(row.watermark_ts), _age(row.lag))
+    table.caption = "the sample's update times are in the past on purpose: its sources are stale by design"
+    return table
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return f"{seconds / 86400:.1f} d" if seconds >= 86400 else f"{seconds / 3600:.1f} h"
 
 
 def _ts(value: object) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-SCHEMAS = ("raw", "reference", "staging", "marts", "control")
+SCHEMAS = ("raw", "reference", "staging", "marts", "audit", "control", "dual_run")
 
 
 def reset(spark: SparkSession) -> None:

@@ -8,6 +8,7 @@ miss the daily run cannot see): a backfill of that range is what repairs them.
 from __future__ import annotations
 
 import io
+import json
 from datetime import timedelta
 from pathlib import Path
 
@@ -100,7 +101,21 @@ def test_backfill_reproduces_the_full_refresh_publishes_atomically_and_rolls_bac
     control = Control(built.spark)
     [run] = control.runs(run_id)
     assert run.status == "published" and run.models == ["fct_order_item", "fct_orders"]
-    assert [w.status for w in control.windows(run_id)] == ["done", "done"]
+    windows = control.windows(run_id)
+    assert [w.status for w in windows] == ["done", "done"]
+    # each window's run records (written by the runner): the branch's snapshot summaries
+    records = built.rows("select * from control.run_records where message like :m order by window_start, model_name"
+                         .replace(":m", f"'backfill {run_id} %'"))
+    assert [(str(r.window_start), r.model_name) for r in records] == [
+        ("2025-01-01", "fct_order_item"), ("2025-01-01", "fct_orders"),
+        ("2025-01-02", "fct_order_item"), ("2025-01-02", "fct_orders")]
+    for record in records:
+        [window] = [w for w in windows if w.window_start == record.window_start]
+        stats = json.loads(window.table_stats)[record.relation_name]
+        assert (record.added_records, record.deleted_records, record.changed_partitions) == \
+            (stats["added"], stats["deleted"], stats["changed_partitions"])
+        assert record.watermark_before == record.watermark_after == watermark
+    assert sum(r.added_records for r in records) > 0
     assert built.watermark("fct_order_item") == watermark  # a backfill does not move the daily watermark
     assert not built.rows(f"select * from marts.fct_order_item.refs where name = '{run_id}'")  # branch dropped
     statuses = {r.status for r in built.dbt.invoke("test", "--select", "fct_order_item", "fct_orders")
@@ -164,7 +179,7 @@ def test_publish_is_refused_when_a_daily_run_moved_main_meanwhile(built: Warehou
                     " timestamp'2025-01-04 23:00', false, current_timestamp(), 'daily' ")
     built.dbt_run()  # the daily run commits to main while the backfill is paused
     daily = snapshots(built)
-    backfill.after_window = lambda window: None
+    backfill.after_window = None
     with pytest.raises(BackfillRefused, match="moved after the backfill started"):
         backfill.resume(run.run_id)
     assert snapshots(built) == daily
@@ -216,3 +231,141 @@ def test_maintenance_compacts_keeps_rollback_snapshots_and_rollback_passes_compa
 
     backfill.rollback(run_id)
     assert {t: built.table(t) for t in MARTS} == before_tables
+
+
+def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_dates(built: Warehouse):
+    # the three corrections of 2025-01-01 lines stamped before the window (module fixture) are
+    # listed with their dates: the lines in fct_order_item, their orders' totals in fct_orders
+    late = built.rows("select model_name, problem, restate_date from audit.audit_unreflected_changes")
+    assert sorted((r.model_name, r.problem) for r in late)[:3] == [("fct_order_item", "stale")] * 3
+    assert {r.model_name for r in late} == {"fct_order_item", "fct_orders"}
+    assert {str(r.restate_date) for r in late} == {"2025-01-01"}
+
+    def partitions(table: str) -> dict[str, tuple[frozenset, int | None]]:
+        """Per order date: its data files, and the snapshot that added the newest of them."""
+        files = built.files_by_partition(table)
+        added = {r.file_path: r.snapshot_id for r in built.rows(f"select data_file.file_path, snapshot_id"
+                                                                f" from {table}.entries where status <> 2")}
+        return {str(p[0]): (frozenset(f), max(added.get(x) or 0 for x in f)) for p, f in files.items()}
+
+    before = {t: partitions(t) for t in ("marts.fct_order_item", "marts.fct_orders")}
+    backfill = runner(built)
+    plan = backfill.restate_plan(None, 7)
+    assert [(str(w.start), str(w.end)) for w in plan.windows] == [("2025-01-01", "2025-01-02")]
+    assert sorted(m.name for m in plan.models) == ["fct_order_item", "fct_orders"]
+    run_id = backfill.start(plan, "late corrections of 2025-01-01")
+    assert backfill.status_of(run_id) == "published"
+
+    for table in ("marts.fct_order_item", "marts.fct_orders"):
+        assert built.table(table) == full_refresh_result(built, table), table
+        after = partitions(table)
+        assert after["2025-01-01"] != before[table]["2025-01-01"], table  # rewritten
+        untouched = {d: s for d, s in before[table].items() if d != "2025-01-01"}
+        assert len(untouched) >= 3 and {d: after[d] for d in untouched} == untouched, table  # same files, same snapshots
+    assert built.rows("select * from audit.audit_unreflected_changes") == []
+    assert backfill.restate_plan(None, 7) is None  # nothing left to restate
+    failing = [r for r in built.dbt.invoke("test", "--select", "fct_order_item", "fct_orders", check=False)
+               if r.name.startswith("no_unloaded_changes")]
+    assert [r.status for r in failing] == ["pass", "pass"]
+
+
+
+def test_compare_reports_a_hand_made_difference_exactly(built: Warehouse):
+    from pipeline.compare import CompareError, compare
+
+    table = "marts.fct_order_item"
+    # on top of the three silent misses of the module's set-up: one line gone, one foreign line,
+    # one net_amount edited by hand
+    victim, edited = [r.order_item_sk for r in built.rows(
+        f"select order_item_sk from {table} where order_date = date'2025-01-03' order by 1 limit 2")]
+    built.spark.sql(f"delete from {table} where order_item_sk = '{victim}'")
+    built.spark.sql(f"insert into {table} select 'not-a-key', order_id, 99, order_date, order_date_key, customer_key,"
+                    f" product_key, channel_key, quantity, gross_amount, discount_amount, net_amount, cost_amount,"
+                    f" updated_at from {table} where order_item_sk = '{edited}'")
+    built.spark.sql(f"update {table} set net_amount = net_amount + 1 where order_item_sk = '{edited}'")
+    watermarks = built.rows("select * from control.etl_watermark order by pipeline_name")
+
+    # the oracle: the full refresh's rows against the table's, in Python
+    columns = built.spark.table(table).columns
+    expected = {r[0]: r for r in full_refresh_result(built, table)}
+    actual = {r[0]: r for r in built.table(table)}
+    modified = [k for k in expected.keys() & actual.keys() if expected[k] != actual[k]]
+    mismatches = {c: n for c, n in ((c, sum(expected[k][i] != actual[k][i] for k in modified))
+                                    for i, c in enumerate(columns)) if n}
+
+    result = compare(built.spark, built.dbt, "fct_order_item", "dual_run_test")
+    assert (result.missing, result.extra) == (1, 1)
+    assert result.modified == len(modified) == 4
+    assert result.identical == len(expected.keys() & actual.keys()) - 4
+    assert result.column_mismatches == mismatches and mismatches["net_amount"] == 4
+    assert result.sample_keys["missing"] == [victim] and result.sample_keys["extra"] == ["not-a-key"]
+    assert sorted(result.sample_keys["modified"]) == sorted(modified)
+    assert not result.equal
+    # the scratch build moved no watermark, left no table, and the project's relations are back
+    assert built.rows("select * from control.etl_watermark order by pipeline_name") == watermarks
+    assert not built.spark.catalog.tableExists("dual_run_test.fct_order_item")
+    from pipeline.manifest import incremental_models
+
+    assert {m.relation for m in incremental_models()} >= {"marts.fct_order_item", "marts.fct_orders"}
+    with pytest.raises(CompareError, match="not an incremental model"):
+        compare(built.spark, built.dbt, "stg_shop__orders")
+    with pytest.raises(CompareError, match="not a schema name"):
+        compare(built.spark, built.dbt, "fct_order_item", "x; drop table y")
+
+
+def test_status_page_renders_in_a_real_browser_with_the_figures_of_a_known_run(built: Warehouse, tmp_path: Path):
+    import re
+    import shutil
+    import subprocess
+
+    from PIL import Image
+
+    from pipeline import report
+
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium is missing: scripts/install_browser.sh installs it"
+    backfill = runner(built)
+    # repairs fct_orders' share of the module's silent misses; fct_order_item keeps its three
+    run_id = backfill.start(backfill.plan("2025-01-01", "2025-01-02", "fct_orders", 1), "status page test")
+    assert backfill.status_of(run_id) == "published"
+    # a known daily run: the last run of fct_orders recorded by the on-run-end hook
+    built.land(order_items=[item(10**6, 1, "2025-01-04 23:00")])
+    built.spark.sql("insert into raw.orders select 1000000, 1, 'web', 'placed', timestamp'2025-01-04 23:00',"
+                    " timestamp'2025-01-04 23:00', false, current_timestamp(), 'page' ")
+    built.dbt_run("--select", "fct_orders")
+    [known] = built.rows("select * from control.run_records where model_name = 'fct_orders'"
+                         f" and invocation_id = '{built.dbt.last_invocation_id()}'")
+    assert known.added_records > 0
+    # 2025-01-01 carries the module's three silent misses: source and mart differ on the page
+    mart_total = built.rows("select sum(net_amount) as s from marts.fct_order_item"
+                            " where order_date = date'2025-01-01'")[0].s
+    source_total = built.rows("select sum(net_amount) as s from staging.int_order_items__current_state"
+                              " where order_date = date'2025-01-01' and not is_deleted")[0].s
+    assert source_total != mart_total
+
+    page = tmp_path / "status.html"
+    written = report.write(built.spark, built.dbt, page, days=14)
+    assert any(b["run_id"] == run_id for b in written.backfills)
+
+    def browse(*flags: str) -> subprocess.CompletedProcess:
+        return subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                               f"--user-data-dir={tmp_path / 'profile'}", *flags, page.as_uri()],
+                              capture_output=True, text=True, timeout=120)
+
+    dom = browse("--dump-dom")
+    assert dom.returncode == 0 and "<h1>backfill_safe status</h1>" in dom.stdout, dom.stderr[-2000:]
+    text = re.sub(r"<[^>]+>", " ", dom.stdout)
+    assert re.search(rf"{run_id}\s+published\s+2025-01-01 \.\. 2025-01-02\s+1/1", text)  # the backfill run
+    assert re.search(rf"fct_orders\s+success\s+daily\s+1\s+{known.added_records}\s+{known.deleted_records}"
+                     rf"\s+{known.changed_partitions}\s.*?{known.invocation_id}", text)  # the known daily run
+    assert re.search(rf"2025-01-01\s+{source_total}\s+{mart_total}\s+{source_total - mart_total}\s", text)
+    assert re.search(r"fct_order_item: 3 keys late beyond their window on 2025-01-01", text)  # an alert
+    assert dom.stdout.count('class="series"') == 2 and dom.stdout.count('class="bar"') >= 1  # the charts
+
+    shot = tmp_path / "status.png"
+    screenshot = browse(f"--screenshot={shot}", "--window-size=1000,1400")
+    assert screenshot.returncode == 0 and shot.exists(), screenshot.stderr[-2000:]
+    colours = Image.open(shot).convert("RGB").getcolors(1_000_000)
+    chart_blue = sum(n for n, rgb in colours if rgb == (0x1F, 0x77, 0xB4))
+    chart_orange = sum(n for n, rgb in colours if rgb == (0xFF, 0x7F, 0x0E))
+    assert chart_blue > 500 and chart_orange > 100, (chart_blue, chart_orange)  # lines, dots and bars drawn

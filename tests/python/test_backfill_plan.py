@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.backfill.plan import PlanError, check_reason, check_run_id, parse_date, parse_selectors, windows
+from pipeline.backfill.plan import (PlanError, check_reason, check_run_id, parse_date, parse_selectors, windows,
+                                    windows_for_dates)
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -77,3 +78,15 @@ def test_cli_refuses_bad_arguments_before_spark_or_any_sql_starts(args, tmp_path
     assert result.returncode == 2, result.stdout + result.stderr
     assert "refused" in result.stdout
     assert not (tmp_path / "state").exists()  # no metastore, no warehouse: nothing started
+
+
+def test_restate_windows_cover_exactly_the_given_dates():
+    d = date
+    days = [d(2025, 1, 1), d(2025, 1, 2), d(2025, 1, 3), d(2025, 1, 9), d(2025, 1, 2), d(2025, 2, 1)]
+    assert [(w.index, str(w.start), str(w.end)) for w in windows_for_dates(days, 2, 31)] == [
+        (0, "2025-01-01", "2025-01-03"), (1, "2025-01-03", "2025-01-04"),
+        (2, "2025-01-09", "2025-01-10"), (3, "2025-02-01", "2025-02-02")]
+    with pytest.raises(PlanError, match="batch-days"):
+        windows_for_dates(days, 0, 31)
+    with pytest.raises(PlanError, match="no dates"):
+        windows_for_dates([], 7, 31)

@@ -19,6 +19,21 @@ def test_main_job_builds_lands_a_day_of_changes_and_reports_a_clean_reconciliati
     assert "incremental run after landing 2025-01-03" in text
     for model in ("fct_order_item", "fct_orders", "dim_customer", "dim_product", "dim_channel", "dim_date"):
         assert model in text
-    reconciliation = text.split("reconciliation")[1]
+    reconciliation, freshness = text.split("reconciliation")[1].split("freshness (dbt source freshness")
     statuses = re.findall(r"│ (pass|fail|error|warn)\s+│", reconciliation)
     assert statuses == ["pass"] * 4, reconciliation
+    # dbt source freshness on the update timestamps: the sample is from 2025, so every source is
+    # past error_after (3 days); and each pipeline's watermark lag
+    for source in ("orders", "order_items", "customers", "products"):
+        assert re.search(rf"shop\.{source}\s+│ error\s+│ 2025-01-0\d", freshness), freshness
+    for pipeline in ("fct_order_item", "fct_orders", "dim_customer", "dim_product"):
+        assert re.search(rf"pipeline {pipeline}\s+│ watermark\s+│ 2025-01-0\d [\d:.]+\s+│ \d+\.\d d", freshness), freshness
+
+    # every mart's yml documents exactly its table's columns, in order (merge_source relies on it)
+    import yaml
+
+    from pipeline import paths
+
+    marts = yaml.safe_load((paths.PROJECT_DIR / "models" / "marts" / "_marts__models.yml").read_text())["models"]
+    for model in marts:
+        assert spark.table(f"marts.{model['name']}").columns == [c["name"] for c in model["columns"]], model["name"]

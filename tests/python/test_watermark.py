@@ -73,3 +73,37 @@ def test_version_older_than_the_window_is_reported_as_a_silent_miss(base: Wareho
     assert lines[(101, 1)].net_amount == Decimal("90.00")
     statuses = {r.status for r in base.dbt.invoke("test", "--select", "fct_order_item") if r.resource_type == "test"}
     assert statuses == {"pass"}
+
+
+def test_run_records_match_the_snapshot_summaries_and_record_failed_runs(base: Warehouse):
+    from pipeline import iceberg
+
+    facts = {"fct_order_item": "order_item_sk", "fct_orders": "order_id"}
+    before = {name: base.snapshot_id(f"marts.{name}") for name in facts}
+    base.land(orders=[order(103, "2025-01-11 10:00")], order_items=[item(103, 1, "2025-01-11 10:00")])
+    base.dbt_run()
+    invocation = base.dbt.last_invocation_id()
+    records = {r.model_name: r for r in base.rows(
+        f"select * from control.run_records where invocation_id = '{invocation}'")}
+    assert {"fct_order_item", "fct_orders", "dim_customer", "stg_shop__orders"} <= set(records)
+    for name, key in facts.items():
+        change = iceberg.change_since(base.spark, f"marts.{name}", before[name], key)
+        record = records[name]
+        assert record.status == "success" and record.relation_name == f"marts.{name}"
+        assert (record.snapshots_committed, record.added_records, record.deleted_records, record.changed_partitions) \
+            == (change.snapshots, change.added_records, change.deleted_records, change.changed_partitions), name
+        assert change.snapshots == 1 and change.added_records > 0
+        assert record.watermark_before == naive("2025-01-10 10:00")
+        assert record.watermark_after == naive("2025-01-11 10:00")
+        assert record.watermark_lag_seconds > 0  # the data is from 2025
+        assert record.started_at <= record.finished_at and record.window_start is None
+    assert records["stg_shop__orders"].snapshots_committed == 0  # a view commits nothing
+
+    # a failed run is recorded too, with dbt's message, and its watermark did not move
+    base.spark.sql("alter table marts.fct_order_item add column unexpected string")
+    base.dbt.invoke("run", "--select", "fct_order_item", check=False)
+    [failed] = base.rows("select * from control.run_records where invocation_id = "
+                         f"'{base.dbt.last_invocation_id()}'")
+    assert failed.status == "error" and "no longer matches the table" in failed.message
+    assert failed.snapshots_committed == 0
+    assert failed.watermark_before == failed.watermark_after == naive("2025-01-11 10:00")

@@ -125,6 +125,31 @@ class Control:
                   run_id=run_id, i=window.index, s=window.start, e=window.end, started=started_at,
                   finished=finished_at, stats=json.dumps(stats, sort_keys=True))
 
+    def record_window_runs(self, run_id: str, window, invocation_id: str, started_at: datetime,
+                           finished_at: datetime, stats: dict) -> None:
+        """One row per table of a finished window in control.run_records (the table record_runs
+        fills for daily runs; created by the ensure_control_tables macro), in one commit. The
+        watermark is the daily pipeline's, which a backfill never moves: before = after."""
+        selects, args = [], {"run_id": run_id, "inv": invocation_id, "started": started_at,
+                             "finished": finished_at, "ws": window.start, "we": window.end,
+                             "message": f"backfill {run_id} window {window.index + 1}"}
+        for n, (table, figures) in enumerate(sorted(stats.items())):
+            selects.append(
+                f"select :inv as invocation_id, :m{n} as model_name, :t{n} as relation_name, :started as started_at,"
+                f" :finished as finished_at, :ws as window_start, :we as window_end, cast(:s{n} as int) as snapshots,"
+                f" cast(:a{n} as bigint) as added, cast(:d{n} as bigint) as deleted, cast(:af{n} as bigint) as added_files,"
+                f" cast(:rf{n} as bigint) as removed_files, cast(:p{n} as bigint) as partitions")
+            args.update({f"m{n}": table.split(".")[-1], f"t{n}": table, f"s{n}": figures["snapshots"],
+                         f"a{n}": figures["added"], f"d{n}": figures["deleted"], f"af{n}": figures["added_files"],
+                         f"rf{n}": figures["removed_files"], f"p{n}": figures["changed_partitions"]})
+        self._sql(
+            f"insert into {SCHEMA}.run_records select r.invocation_id, r.model_name, r.relation_name, 'success',"
+            " r.started_at, r.finished_at, r.window_start, r.window_end, w.watermark_ts, w.watermark_ts,"
+            " unix_timestamp(current_timestamp()) - unix_timestamp(w.watermark_ts), r.snapshots, r.added, r.deleted,"
+            " r.added_files, r.removed_files, r.partitions, :message, current_timestamp()"
+            f" from ({' union all '.join(selects)}) as r left join {SCHEMA}.etl_watermark as w"
+            " on r.model_name = w.pipeline_name", **args)
+
     # -- tables ------------------------------------------------------------------------------
     def add_tables(self, run_id: str, branch: str, base_snapshot_ids: dict[str, int | None]) -> None:
         """The tables of a run with main's snapshot when their branch was cut, in one commit."""

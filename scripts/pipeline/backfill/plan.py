@@ -83,3 +83,24 @@ def windows(start: date, end: date, batch_days: int, max_batch_days: int) -> lis
         result.append(Window(len(result), cursor, stop))
         cursor = stop
     return result
+
+
+def windows_for_dates(dates: list[date], batch_days: int, max_batch_days: int) -> list[Window]:
+    """Windows covering exactly the given dates: each run of consecutive dates is split into
+    windows of at most batch_days days; a date not given is in no window."""
+    if not dates:
+        raise PlanError("no dates to restate")
+    if not 1 <= batch_days <= max_batch_days:
+        raise PlanError(f"--batch-days must be between 1 and {max_batch_days} (project var backfill_max_batch_days), got {batch_days}")
+    days = sorted(set(dates))
+    result: list[Window] = []
+    run_start = previous = days[0]
+    for day in days[1:] + [None]:
+        if day is not None and day == previous + timedelta(days=1):
+            previous = day
+            continue
+        for window in windows(run_start, previous + timedelta(days=1), batch_days, max_batch_days):
+            result.append(Window(len(result), window.start, window.end))
+        if day is not None:
+            run_start = previous = day
+    return result

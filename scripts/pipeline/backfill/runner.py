@@ -17,6 +17,7 @@ import secrets
 import socket
 import subprocess
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -32,7 +33,7 @@ from pipeline import iceberg, paths
 from pipeline.backfill import plan as planning
 from pipeline.backfill.control import Control, Run
 from pipeline.dbt import Dbt
-from pipeline.manifest import IncrementalModel, incremental_models
+from pipeline.manifest import IncrementalModel, incremental_models, relation_of
 
 
 class _Heartbeat:
@@ -115,8 +116,9 @@ class Backfill:
         # than stale_after); a few beats per stale_after, at most one a minute
         self.heartbeat_every = min(60.0, max(5.0, stale_after.total_seconds() / 4))
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
-        # called after each finished window (tests use it to stop a run at a given point)
-        self.after_window: Callable[[planning.Window], None] = lambda window: None
+        # called between windows once the window's checkpoint is durable (tests use it to stop a
+        # run at a given point); None lets the checkpoint commit while the next window runs
+        self.after_window: Callable[[planning.Window], None] | None = None
 
     # -- planning ----------------------------------------------------------------------------
     def plan(self, start: str, end: str, select: str | None, batch_days: int) -> Plan:
@@ -126,6 +128,26 @@ class Backfill:
         windows = planning.windows(first, last, batch_days, max_batch_days())
         models = self._models_in_scope(selectors)
         return Plan(first, last, batch_days, " ".join(selectors) or "(all)", models, windows)
+
+    def restate_plan(self, select: str | None, batch_days: int) -> Plan | None:
+        """A backfill of exactly the order dates of the rows that arrived after their
+        restatement window (audit_unreflected_changes), for the facts that miss them and what is
+        downstream of those; None when nothing is unreflected."""
+        selectors = planning.parse_selectors(select)
+        self.dbt.invoke("parse")
+        audit = relation_of("audit_unreflected_changes")
+        if not iceberg.table_exists(self.spark, audit):
+            raise BackfillRefused(f"{audit} does not exist yet: build the project first (dbt build)")
+        rows = self.spark.sql(f"select distinct model_name, restate_date, loaded_order_date from {audit}").collect()
+        wanted = {s.strip("+") for s in selectors}
+        rows = [r for r in rows if not wanted or r.model_name in wanted]
+        if not rows:
+            return None
+        dates = sorted({d for r in rows for d in (r.restate_date, r.loaded_order_date) if d is not None})
+        windows = planning.windows_for_dates(dates, batch_days, max_batch_days())
+        models = self._models_in_scope(sorted({r.model_name for r in rows}))
+        return Plan(windows[0].start, windows[-1].end, batch_days,
+                    "restate " + " ".join(sorted({r.model_name for r in rows})), models, windows)
 
     def _models_in_scope(self, selectors: list[str]) -> list[IncrementalModel]:
         """The incremental models selected and everything downstream of them."""
@@ -228,6 +250,7 @@ class Backfill:
 
     def _execute(self, control: Control, run_id: str) -> str:
         run = self._run(control, run_id)
+        self.dbt.invoke("run-operation", "ensure_control_tables")  # run_records, for the windows' records
         windows = control.windows(run_id)
         todo = [planning.Window(w.window_index, w.window_start, w.window_end) for w in windows if w.status != "done"]
         tables = [t.table_name for t in control.tables(run_id)]
@@ -240,27 +263,49 @@ class Backfill:
                 heartbeat.start()
                 cleanup.callback(heartbeat.stop)
                 heads = self._heads(tables, run_id)
+                # a window's checkpoint (its snapshot summaries and one control-table commit) is
+                # written by a worker while the next window runs: at most one in flight, and a
+                # window whose checkpoint a crash lost is simply run again (the MERGE is idempotent)
+                checkpoints = cleanup.enter_context(ThreadPoolExecutor(1, thread_name_prefix=f"checkpoint-{run_id}"))
+                pending: Future | None = None
                 with Progress(console=self.console, transient=False) as progress:
                     task = progress.add_task(f"{run_id} windows", total=len(windows),
                                              completed=len(windows) - len(todo))
-                    for window in todo:
-                        started = datetime.now(UTC)
-                        self.dbt.invoke("run", "--no-write-json", "--select", *run.models,
-                                        "--vars", json.dumps(window.dbt_vars))
-                        after = self._heads(tables, run_id)
-                        stats = self._changes(tables, heads, after)
-                        heads = after
-                        finished = datetime.now(UTC)
+
+                    def checkpoint(window: planning.Window, invocation: str, before: dict, after: dict,
+                                   started: datetime, finished: datetime) -> None:
+                        stats = self._changes(tables, before, after)
                         control.window_done(run_id, window, started, finished, stats)
+                        control.record_window_runs(run_id, window, invocation, started, finished, stats)
                         progress.advance(task)
                         self.console.print(
                             f"window {window.index + 1}/{len(windows)} {window.start} .. {window.end} done in "
                             f"{(finished - started).total_seconds():.1f} s: "
                             + ", ".join(f"{t} +{c['added']}/-{c['deleted']}" for t, c in stats.items()))
-                        self.after_window(window)
+
+                    for window in todo:
+                        started = datetime.now(UTC)
+                        self.dbt.invoke("run", "--no-write-json", "--select", *run.models,
+                                        "--vars", json.dumps(window.dbt_vars))
+                        finished = datetime.now(UTC)
+                        after = self._heads(tables, run_id)
+                        if pending is not None:
+                            pending.result()  # the previous window's checkpoint failed: stop here
+                        pending = checkpoints.submit(checkpoint, window, self.dbt.last_invocation_id(), heads, after,
+                                                     started, finished)
+                        heads = after
+                        if self.after_window is not None:
+                            pending.result()
+                            self.after_window(window)
+                    if pending is not None:
+                        pending.result()
                 self._refuse_if_main_moved(control, run_id)
-                gate = [n for n in self.dbt.invoke("test", "--select", *run.models, check=False)
-                        if n.resource_type == "test" and n.status != "pass"]
+                tests = [n for n in self.dbt.invoke("test", "--select", *run.models, check=False)
+                         if n.resource_type == "test"]
+                # a test of severity warn (the volume alerts) is reported, not a reason to withhold
+                gate = [n for n in tests if n.status not in ("pass", "warn")]
+                for warned in (n for n in tests if n.status == "warn"):
+                    self.console.print(f"[yellow]warning[/] {warned.name}: {warned.failures} rows")
             except BackfillRefused:
                 raise
             except Exception as error:
@@ -374,15 +419,18 @@ class Backfill:
             snapshots[row.table_name][row.snapshot_id] = row
         changes = {}
         for table in tables:
-            added = deleted = partitions = 0
+            totals = dict.fromkeys(("snapshots", "added", "deleted", "added_files", "removed_files",
+                                    "changed_partitions"), 0)
             cursor = after[table]
             while cursor is not None and cursor != before[table] and cursor in snapshots[table]:
                 summary = snapshots[table][cursor].summary
-                added += int(summary.get("added-records", 0) or 0)
-                deleted += int(summary.get("deleted-records", 0) or 0)
-                partitions += int(summary.get("changed-partition-count", 0) or 0)
+                totals["snapshots"] += 1
+                for name, key in (("added", "added-records"), ("deleted", "deleted-records"),
+                                  ("added_files", "added-data-files"), ("removed_files", "deleted-data-files"),
+                                  ("changed_partitions", "changed-partition-count")):
+                    totals[name] += int(summary.get(key, 0) or 0)
                 cursor = snapshots[table][cursor].parent_id
-            changes[table] = {"added": added, "deleted": deleted, "changed_partitions": partitions}
+            changes[table] = totals
         return changes
 
     def _drop_branches(self, control: Control, run_id: str) -> None:

@@ -1,0 +1,230 @@
+"""The status page: one static HTML file, no server and no script, charts as inline SVG.
+
+Per pipeline: watermark and its lag, the sources' freshness (dbt source freshness), the last
+runs with the rows they merged (control.run_records); the daily source vs mart `net_amount` of
+the last N days (the current-state view against fct_order_item) as a chart and a table;
+backfill runs with their windows; and the alerts: failed runs, sources past their freshness
+thresholds, volume tests that do not pass, and rows late beyond their restatement window.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from pipeline.dbt import Dbt, Freshness
+from pipeline.manifest import relation_of
+
+ALERT_TESTS = ("volume_within_band", "run_delta_within_band", "no_unloaded_changes", "reconcile_daily_totals")
+
+
+@dataclass
+class Report:
+    generated_at: datetime
+    days: int
+    pipelines: list[dict] = field(default_factory=list)
+    freshness: list[Freshness] = field(default_factory=list)
+    runs: list[dict] = field(default_factory=list)
+    daily: list[dict] = field(default_factory=list)
+    backfills: list[dict] = field(default_factory=list)
+    alerts: list[str] = field(default_factory=list)
+
+
+def _rows(spark: SparkSession, sql: str, **args) -> list[dict]:
+    return [row.asDict() for row in spark.sql(sql, args=args or None).collect()]
+
+
+def collect(spark: SparkSession, dbt: Dbt, days: int = 14, runs: int = 30) -> Report:
+    if not 1 <= days <= 366 or not 1 <= runs <= 1000:
+        raise ValueError(f"--days must be 1..366 and --runs 1..1000, got {days} and {runs}")
+    report = Report(datetime.now(UTC), days)
+    report.pipelines = _rows(spark, """
+        select w.pipeline_name, w.watermark_ts, w.advanced_at,
+               unix_timestamp(current_timestamp()) - unix_timestamp(w.watermark_ts) as lag_seconds,
+               r.status as last_status, r.finished_at as last_run_at
+        from control.etl_watermark as w
+        left join (select *, row_number() over (partition by model_name order by started_at desc) as n
+                   from control.run_records where window_start is null) as r
+          on r.model_name = w.pipeline_name and r.n = 1
+        order by w.pipeline_name""")
+    report.runs = _rows(spark, """
+        select invocation_id, model_name, status, started_at, finished_at, window_start, window_end,
+               snapshots_committed, added_records, deleted_records, changed_partitions, watermark_before,
+               watermark_after, message
+        from control.run_records
+        where model_name in (select pipeline_name from control.etl_watermark) or window_start is not null
+        order by started_at desc, model_name limit :n""", n=runs)
+    fact, view = relation_of("fct_order_item"), relation_of("int_order_items__current_state")
+    report.daily = _rows(spark, f"""
+        with bounds as (select max(order_date) as last_day from {fact}),
+        source as (select order_date, sum(net_amount) as source_net, count(*) as source_rows
+                   from {view} where not is_deleted group by order_date),
+        mart as (select order_date, sum(net_amount) as mart_net, count(*) as mart_rows from {fact} group by order_date)
+        select coalesce(source.order_date, mart.order_date) as order_date, source_net, mart_net, source_rows, mart_rows
+        from source full outer join mart on source.order_date = mart.order_date cross join bounds
+        where coalesce(source.order_date, mart.order_date) > date_sub(bounds.last_day, :days)
+          and coalesce(source.order_date, mart.order_date) <= bounds.last_day
+        order by 1""", days=days)
+    report.backfills = _rows(spark, """
+        select r.run_id, r.status, r.start_date, r.end_date, r.models, r.reason, r.created_at, r.finished_at, r.message,
+               count(distinct w.window_index) as windows,
+               count(distinct case when w.status = 'done' then w.window_index end) as windows_done
+        from control.backfill_runs as r left join control.backfill_window_events as w on r.run_id = w.run_id
+        group by all order by r.created_at desc""") if spark.catalog.tableExists("control.backfill_runs") else []
+    report.freshness = dbt.freshness()
+    report.alerts = _alerts(spark, dbt, report)
+    return report
+
+
+def _alerts(spark: SparkSession, dbt: Dbt, report: Report) -> list[str]:
+    alerts = [f"run of {r['model_name']} ({r['invocation_id']}) at {r['started_at']}: {r['status']}: {r['message']}"
+              for r in report.runs if r["status"] not in ("success", "skipped")]
+    alerts += [f"source {f.source} is {f.status}: latest update {f.max_loaded_at}" for f in report.freshness
+               if f.status != "pass"]
+    selection = [f"test_name:{name}" for name in ALERT_TESTS]
+    for node in dbt.invoke("test", "--select", *selection, check=False):
+        if node.resource_type == "test" and node.status != "pass":
+            alerts.append(f"data test {node.name}: {node.status} ({node.failures} rows)")
+    late = _rows(spark, f"select model_name, count(*) as keys, collect_set(cast(restate_date as string)) as dates"
+                        f" from {relation_of('audit_unreflected_changes')} group by model_name")
+    alerts += [f"{r['model_name']}: {r['keys']} keys late beyond their window on {', '.join(sorted(r['dates']))}: "
+               "`pipeline restate`" for r in late]
+    backfills = [b for b in report.backfills if b["status"] in ("failed", "gate_failed", "publish_refused")]
+    alerts += [f"backfill {b['run_id']}: {b['status']}: {b['message']}" for b in backfills]
+    return alerts
+
+
+# -- rendering ---------------------------------------------------------------------------------
+def _e(value: object) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def _lag(seconds: object) -> str:
+    if seconds is None:
+        return "-"
+    seconds = float(seconds)
+    return f"{seconds / 86400:.1f} days" if seconds >= 86400 else f"{seconds / 3600:.1f} hours"
+
+
+def _table(columns: list[str], rows: list[list[object]], css: str = "") -> str:
+    head = "".join(f"<th>{_e(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{_e(v)}</td>" for v in row) + "</tr>" for row in rows)
+    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _line_chart(labels: list[str], series: dict[str, list[float | None]], title: str) -> str:
+    """A line chart as inline SVG: one polyline per series, a dot per point, axis labels."""
+    width, height, left, bottom, top, right = 760, 280, 70, 40, 20, 20
+    values = [v for points in series.values() for v in points if v is not None]
+    if not labels or not values:
+        return f'<p class="empty">{_e(title)}: no data</p>'
+    low, high = min(0.0, min(values)), max(values) or 1.0
+    plot_w, plot_h = width - left - right, height - top - bottom
+    x = lambda i: left + (plot_w * i / max(1, len(labels) - 1))  # noqa: E731
+    y = lambda v: top + plot_h - plot_h * (v - low) / ((high - low) or 1.0)  # noqa: E731
+    colours = ["#1f77b4", "#ff7f0e", "#2ca02c"]
+    parts = [f'<svg class="chart" role="img" aria-label="{_e(title)}" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
+             f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#888"/>',
+             f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#888"/>',
+             f'<text x="{left - 6}" y="{top + 4}" text-anchor="end" font-size="11">{high:,.0f}</text>',
+             f'<text x="{left - 6}" y="{top + plot_h}" text-anchor="end" font-size="11">{low:,.0f}</text>']
+    step = max(1, len(labels) // 7)
+    for i, label in enumerate(labels):
+        if i % step == 0 or i == len(labels) - 1:
+            parts.append(f'<text x="{x(i):.1f}" y="{height - 18}" text-anchor="middle" font-size="11">{_e(label[5:])}</text>')
+    for n, (name, points) in enumerate(series.items()):
+        colour = colours[n % len(colours)]
+        coords = [(x(i), y(v)) for i, v in enumerate(points) if v is not None]
+        dash = ' stroke-dasharray="6 4"' if n else ""
+        parts.append(f'<polyline class="series" data-series="{_e(name)}" fill="none" stroke="{colour}" stroke-width="2"{dash} '
+                     f'points="{" ".join(f"{a:.1f},{b:.1f}" for a, b in coords)}"/>')
+        parts += [f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3" fill="{colour}"/>' for a, b in coords]
+        parts.append(f'<text x="{left + 10 + 170 * n}" y="{height - 2}" font-size="12" fill="{colour}">&#9632; {_e(name)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _bar_chart(labels: list[str], values: list[float], title: str) -> str:
+    width, height, left, bottom, top = 760, 220, 70, 30, 20
+    if not values:
+        return f'<p class="empty">{_e(title)}: no runs</p>'
+    high = max(values) or 1.0
+    plot_w, plot_h = width - left - 20, height - top - bottom
+    bar = plot_w / len(values)
+    parts = [f'<svg class="chart" role="img" aria-label="{_e(title)}" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
+             f'<text x="{left - 6}" y="{top + 4}" text-anchor="end" font-size="11">{high:,.0f}</text>']
+    for i, (label, value) in enumerate(zip(labels, values)):
+        h = plot_h * value / high
+        parts.append(f'<rect class="bar" x="{left + i * bar + 1:.1f}" y="{top + plot_h - h:.1f}" width="{max(1.0, bar - 2):.1f}" '
+                     f'height="{h:.1f}" fill="#1f77b4"><title>{_e(label)}: {value:,.0f}</title></rect>')
+    parts.append(f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#888"/></svg>')
+    return "".join(parts)
+
+
+def render(report: Report) -> str:
+    pipelines = _table(
+        ["pipeline", "watermark", "watermark lag", "last run", "last status"],
+        [[p["pipeline_name"], p["watermark_ts"], _lag(p["lag_seconds"]), p["last_run_at"], p["last_status"]]
+         for p in report.pipelines], "pipelines")
+    freshness = _table(["source", "status", "latest update", "age"],
+                       [[f.source, f.status, f.max_loaded_at, _lag(f.age_seconds)] for f in report.freshness], "freshness")
+    daily_runs = [r for r in reversed(report.runs) if r["window_start"] is None and r["model_name"] == "fct_order_item"]
+    runs_chart = _bar_chart([f"{r['started_at']:%Y-%m-%d %H:%M}" for r in daily_runs],
+                            [float(r["added_records"] or 0) for r in daily_runs], "records added per fct_order_item run")
+    runs = _table(["started", "model", "status", "window", "snapshots", "added", "deleted", "partitions",
+                   "watermark before", "watermark after", "invocation"],
+                  [[r["started_at"], r["model_name"], r["status"],
+                    f"{r['window_start']} .. {r['window_end']}" if r["window_start"] else "daily",
+                    r["snapshots_committed"], r["added_records"], r["deleted_records"], r["changed_partitions"],
+                    r["watermark_before"], r["watermark_after"], r["invocation_id"]] for r in report.runs], "runs")
+    labels = [str(d["order_date"]) for d in report.daily]
+    daily_chart = _line_chart(labels, {"source net_amount": [_num(d["source_net"]) for d in report.daily],
+                                       "mart net_amount": [_num(d["mart_net"]) for d in report.daily]},
+                              f"daily net_amount, source vs mart, last {report.days} days")
+    daily = _table(["order date", "source net_amount", "mart net_amount", "difference", "source rows", "mart rows"],
+                   [[d["order_date"], d["source_net"], d["mart_net"],
+                     (d["source_net"] or 0) - (d["mart_net"] or 0), d["source_rows"], d["mart_rows"]]
+                    for d in report.daily], "daily")
+    backfills = _table(["run", "status", "range", "windows done", "models", "reason", "created", "finished"],
+                       [[b["run_id"], b["status"], f"{b['start_date']} .. {b['end_date']}",
+                         f"{b['windows_done']}/{b['windows']}", ", ".join(json.loads(b["models"])), b["reason"],
+                         b["created_at"], b["finished_at"]] for b in report.backfills], "backfills")
+    alerts = ("<ul class=\"alerts\">" + "".join(f"<li>{_e(a)}</li>" for a in report.alerts) + "</ul>"
+              if report.alerts else '<p class="ok" id="no-alerts">no alerts</p>')
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>backfill_safe status</title>
+<style>
+body {{ font: 14px system-ui, sans-serif; margin: 24px; color: #222; }}
+h1 {{ font-size: 20px; }} h2 {{ font-size: 16px; margin-top: 28px; }}
+table {{ border-collapse: collapse; margin: 8px 0; }}
+th, td {{ border: 1px solid #ccc; padding: 3px 8px; text-align: left; font-size: 12px; }}
+th {{ background: #f3f3f3; }} .alerts li {{ color: #b00020; }} .ok {{ color: #2e7d32; }}
+</style></head><body>
+<h1>backfill_safe status</h1>
+<p>generated {_e(f"{report.generated_at:%Y-%m-%d %H:%M:%S}")} UTC</p>
+<h2 id="alerts">Alerts ({len(report.alerts)})</h2>{alerts}
+<h2 id="pipelines">Pipelines: watermark and lag</h2>{pipelines}
+<h2 id="freshness">Source freshness (dbt source freshness on updated_at)</h2>{freshness}
+<h2 id="daily">Daily net_amount, source vs mart (last {report.days} days)</h2>{daily_chart}{daily}
+<h2 id="runs">Runs: rows merged</h2>{runs_chart}{runs}
+<h2 id="backfills">Backfill runs</h2>{backfills}
+</body></html>
+"""
+
+
+def _num(value: object) -> float | None:
+    return None if value is None else float(value)
+
+
+def write(spark: SparkSession, dbt: Dbt, out: Path, days: int = 14, runs: int = 30) -> Report:
+    report = collect(spark, dbt, days, runs)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render(report), encoding="utf-8")
+    return report
