@@ -214,12 +214,11 @@ class Backfill:
         control.create_run(Run(run_id, "running", plan.start, plan.end, plan.batch_days, plan.selection,
                                [m.name for m in plan.models], reason, git_commit(), self.owner,
                                None, None, None, None))
+        # windows, then tables with their base snapshots, then (in _execute) the branches: a run
+        # interrupted before its tables are recorded has written nothing anywhere
         control.add_windows(run_id, plan.windows)
-        bases = {}
-        for model in plan.models:
-            bases[model.relation] = iceberg.current_snapshot_id(self.spark, model.relation)
-            self.spark.sql(f"alter table {model.relation} create branch if not exists {run_id}")
-        control.add_tables(run_id, run_id, bases)
+        control.add_tables(run_id, run_id, {m.relation: iceberg.current_snapshot_id(self.spark, m.relation)
+                                            for m in plan.models})
         self.console.print(f"backfill [bold]{run_id}[/]: {len(plan.windows)} windows, models {', '.join(m.name for m in plan.models)}")
         return self._execute(control, run_id)
 
@@ -250,6 +249,19 @@ class Backfill:
 
     def _execute(self, control: Control, run_id: str) -> str:
         run = self._run(control, run_id)
+        recorded = control.tables(run_id)
+        if recorded and all(t.published_snapshot_id is not None for t in recorded):
+            # a crash after the publish, before the run was marked published: finish that
+            self._drop_branches(control, run_id)
+            control.set_status(run_id, "published", finished=True)
+            self.console.print(f"[green]published[/] {run_id} (its publish had completed before an interruption)")
+            return run_id
+        if len(recorded) < len(run.models):
+            raise BackfillRefused(f"run {run_id} was interrupted while starting, before it wrote anything: "
+                                  f"`pipeline backfill --abandon {run_id}`, then start the backfill again")
+        for table in recorded:  # cut at start; again after a crash that came before the branches
+            if table.published_snapshot_id is None:
+                self.spark.sql(f"alter table {table.table_name} create branch if not exists {run_id}")
         if not iceberg.table_exists(self.spark, "control.run_records"):  # the windows' records go there
             self.dbt.invoke("run-operation", "ensure_control_tables")
         windows = control.windows(run_id)
@@ -322,12 +334,23 @@ class Backfill:
 
     # -- publish / rollback --------------------------------------------------------------------
     def _refuse_if_main_moved(self, control: Control, run_id: str) -> None:
-        """A daily run committed to a table since its branch was cut: its branch would overwrite that."""
-        moved = [t.table_name for t in control.tables(run_id)
-                 if iceberg.current_snapshot_id(self.spark, t.table_name) != t.base_snapshot_id]
+        """A daily run committed to a table since its branch was cut: its branch would overwrite that.
+        A main already at the branch's head was fast-forwarded by this run's own publish, which a
+        crash interrupted before it finished the other tables: not moved."""
+        moved, carried = [], []
+        for t in control.tables(run_id):
+            current = iceberg.current_snapshot_id(self.spark, t.table_name)
+            if current != t.base_snapshot_id:
+                if current in (t.published_snapshot_id, iceberg.branch_head(self.spark, t.table_name, run_id)):
+                    carried.append(t.table_name)
+                else:
+                    moved.append(t.table_name)
         if moved:
+            published = ("nothing was published" if not carried else
+                         f"{', '.join(carried)} already carry this backfill (a publish interrupted before it "
+                         "finished); the others were not published")
             message = (f"main of {', '.join(moved)} moved after the backfill started (a daily run committed); "
-                       "nothing was published. Start the backfill again for the same range "
+                       f"{published}. Start the backfill again for the same range "
                        f"(this run's branches stay for inspection; `pipeline backfill --abandon {run_id}` drops them)")
             control.set_status(run_id, "publish_refused", message, finished=True)
             raise BackfillRefused(message)
@@ -338,8 +361,14 @@ class Backfill:
         published = []
         try:
             for table in tables:
-                pre = iceberg.current_snapshot_id(self.spark, table.table_name)
-                if iceberg.branch_head(self.spark, table.table_name, run_id) != pre:
+                # main is at the base snapshot, or already at the branch head if a publish that a
+                # crash interrupted got this far: either way the snapshot to restore is the base
+                pre = table.base_snapshot_id
+                current = iceberg.current_snapshot_id(self.spark, table.table_name)
+                if table.published_snapshot_id is not None and current == table.published_snapshot_id:
+                    published.append((table.table_name, pre))  # published before the crash
+                    continue
+                if iceberg.branch_head(self.spark, table.table_name, run_id) != current:
                     self.spark.sql(f"call spark_catalog.system.fast_forward('{table.table_name}', 'main', '{run_id}')")
                 published.append((table.table_name, pre))
                 control.table_published(run_id, table.table_name, pre, iceberg.current_snapshot_id(self.spark, table.table_name))
