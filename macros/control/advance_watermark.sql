@@ -1,10 +1,13 @@
 {#- Post-hook of every incremental model (rule 2). Renders one MERGE into the watermark table
     that moves this model's watermark to the greatest update timestamp among the rows of its
     upstream sources that had landed before this dbt invocation started (`_loaded_at <=
-    run_started_at`). Those rows were all visible to the model's MERGE, so the watermark never
-    passes a row that was not loaded. dbt runs post-hooks only after the main statement
+    run_started_at`) and not quarantined (quarantine_reason). Those rows were all visible to the
+    model's MERGE, so the watermark never passes a row that was not loaded, and a version
+    stamped in the future by a source clock running ahead cannot drag it there. dbt runs post-hooks only after the main statement
     succeeded: a failed MERGE leaves the watermark untouched. The watermark never moves back.
     The update timestamp of a source is its freshness `loaded_at_field` (updated_at here).
+    Config `meta: {watermark_exclude: [...]}` (source_name.table) leaves out sources a model reads for
+    something other than its changes (the facts read customers only to know they arrived).
     Renders nothing (no statement) for a model without sources, and in a backfill (vars
     backfill_start/backfill_end): a backfill restates history and never moves the daily
     pipeline's watermark; nor for the scratch build of a dual-run comparison (var
@@ -13,7 +16,14 @@
     {% if not execute or backfill_window() is not none or var('dual_run_model', none) is not none %}
         {{ return('') }}
     {% endif %}
-    {% set source_ids = upstream_sources(model.unique_id) %}
+    {% set excluded = (config.get('meta') or {}).get('watermark_exclude') or [] %}
+    {% set source_ids = [] %}
+    {% for source_id in upstream_sources(model.unique_id) %}
+        {% set src = graph.sources[source_id] %}
+        {% if (src.source_name ~ '.' ~ src.name) not in excluded %}
+            {% do source_ids.append(source_id) %}
+        {% endif %}
+    {% endfor %}
     {% if source_ids | length == 0 %}
         {{ return('') }}
     {% endif %}
@@ -28,7 +38,9 @@
                 {%- set src = graph.sources[source_id] %}
             select max({{ src.loaded_at_field or 'updated_at' }}) as loaded_through
             from {{ source(src.source_name, src.name) }}
-            where _loaded_at <= {{ cutoff }}
+            where
+                _loaded_at <= {{ cutoff }}
+                and {{ quarantine_reason(src.name) }} is null
             {{ "union all" if not loop.last }}
             {%- endfor %}
         ) as per_source

@@ -1,11 +1,15 @@
 {#- The predicate that limits a run to its scope, or none when every row is in scope.
-    - Daily run: `updated_at > <watermark - lookback>` (incremental_lower_bound, rule 1).
+    - Daily run: `updated_at > <watermark - lookback>` (incremental_lower_bound, rule 1), plus
+      the rows the table holds for which `awaiting` (a predicate on the table's columns) is true:
+      rows that point to a dimension's unknown member (their customer or product had not
+      arrived), re-evaluated every run, so they are re-keyed once it does, however old its own
+      updated_at.
     - Backfill (vars backfill_start/backfill_end): the rows whose event date is in the window,
       plus the rows the table holds in that window (so a row that moved out of it is restated
       too); the same models, macros and MERGE as the daily run. A model without an event date
       (a dimension) is restated whole in a backfill: the MERGE still writes only changed rows.
     - Full build / full refresh: none. -#}
-{% macro incremental_scope(domain, event_date_column=none, unique_key=none) %}
+{% macro incremental_scope(domain, event_date_column=none, unique_key=none, awaiting=none) %}
     {% set window = backfill_window() %}
     {% if window is not none and is_incremental() %}
         {% if event_date_column is none %}
@@ -17,5 +21,12 @@
             ~ " from " ~ this ~ " where " ~ in_window ~ ")") }}
     {% endif %}
     {% set lower_bound = incremental_lower_bound(domain) %}
-    {{ return(none if lower_bound is none else "updated_at > " ~ lower_bound) }}
+    {% if lower_bound is none %}
+        {{ return(none) }}
+    {% endif %}
+    {% if awaiting is none %}
+        {{ return("updated_at > " ~ lower_bound) }}
+    {% endif %}
+    {{ return("updated_at > " ~ lower_bound ~ " or " ~ unique_key ~ " in (select " ~ unique_key
+        ~ " from " ~ this ~ " where " ~ awaiting ~ ")") }}
 {% endmacro %}

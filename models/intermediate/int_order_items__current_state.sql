@@ -17,6 +17,11 @@ product_versions as (
     select * from {{ ref('stg_shop__product_versions') }}
 ),
 
+-- customers that arrived (deleted ones included: the dimension keeps them)
+customers as (
+    select customer_id from {{ ref('stg_shop__customers') }}
+),
+
 -- each line with its order (read once), and every version of its product
 lines as (
     select
@@ -34,10 +39,13 @@ lines as (
         orders.channel,
         orders.ordered_at,
         orders.updated_at as order_updated_at,
-        orders.is_deleted as order_is_deleted
+        orders.is_deleted as order_is_deleted,
+        customers.customer_id is not null as customer_arrived
     from order_items
     left join orders
         on order_items.order_id = orders.order_id
+    left join customers
+        on orders.customer_id = customers.customer_id
 ),
 
 -- the product version in effect when the order was placed: the latest version effective at
@@ -77,10 +85,15 @@ joined as (
         order_item_id,
         order_date,
         cast(date_format(order_date, 'yyyyMMdd') as int) as order_date_key,
-        {{ surrogate_key(['customer_id']) }} as customer_key,
+        -- a customer or product that has not arrived: the dimensions' unknown member
+        case
+            when customer_arrived then {{ surrogate_key(['customer_id']) }}
+            else {{ unknown_member_key() }}
+        end as customer_key,
         case
             when product_valid_from is not null
                 then {{ surrogate_key(['product_id', 'product_valid_from']) }}
+            else {{ unknown_member_key() }}
         end as product_key,
         {{ surrogate_key(['channel']) }} as channel_key,
         quantity,

@@ -5,7 +5,8 @@
 }}
 
 -- Type 1: one row per customer, overwritten with the current version. A deleted customer keeps
--- its row, flagged is_deleted, so facts that reference it stay joinable.
+-- its row, flagged is_deleted, so facts that reference it stay joinable. Plus the unknown
+-- member (customer_id -1), for facts whose customer has not arrived yet.
 {%- set scope = incremental_scope('customers') %}
 
 with
@@ -13,8 +14,22 @@ with
 customers as (
     select * from {{ ref('stg_shop__customers') }}
     {% if scope %}
-        where {{ scope }}
+        -- and customers the table does not hold yet, however old their updated_at: facts
+        -- re-key to a late-arriving customer as soon as it has landed
+        where {{ scope }} or customer_id not in (select known.customer_id from {{ this }} as known)
     {% endif %}
+),
+
+-- the unknown member: what facts point to while their customer has not arrived
+unknown_member as (
+    select
+        {{ unknown_member_key() }} as customer_key,
+        cast(-1 as bigint) as customer_id,
+        cast(null as string) as email,
+        cast(null as string) as country,
+        'unknown' as segment,
+        false as is_deleted,
+        cast('1900-01-01 00:00:00' as timestamp) as updated_at
 ),
 
 live as (
@@ -27,6 +42,8 @@ live as (
         is_deleted,
         updated_at
     from customers
+    union all
+    select * from unknown_member
 )
 
 {{ merge_source('live') }}

@@ -2,14 +2,22 @@
     config(
         unique_key='order_item_sk',
         partition_by=['order_date'],
+        meta={'watermark_exclude': ['shop.customers']},
     )
 }}
+
+-- watermark_exclude: customers are read only to tell whether a line's customer arrived;
+-- their update times are not this fact's change times, so they do not move its watermark.
 
 -- One row per current, non-deleted order line whose order is current and non-deleted.
 -- A run's scope is every line whose current state changed after the lower bound (the stored
 -- watermark minus the sales lookback): a changed line, a changed order header (restates all
--- its lines), or a new product version now in effect (restates their cost).
-{%- set scope = incremental_scope('sales', 'order_date', 'order_item_sk') %}
+-- its lines), or a new product version now in effect (restates their cost); and every line
+-- still pointing to an unknown customer or product, until it arrives (re-keyed then).
+{%- set scope = incremental_scope(
+    'sales', 'order_date', 'order_item_sk',
+    awaiting='customer_key = ' ~ unknown_member_key() ~ ' or product_key = ' ~ unknown_member_key()
+) %}
 
 with
 

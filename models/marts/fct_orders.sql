@@ -2,12 +2,21 @@
     config(
         unique_key='order_id',
         partition_by=['order_date'],
+        meta={'watermark_exclude': ['shop.customers']},
     )
 }}
 
+-- watermark_exclude: customers are read only to tell whether an order's customer arrived;
+-- their update times are not this fact's change times, so they do not move its watermark.
+
 -- One row per current, non-deleted order with totals from its current lines. A run's scope is
--- every order whose header or any of whose lines changed after the lower bound.
-{%- set scope = incremental_scope('sales', 'order_date', 'order_id') %}
+-- every order whose header or any of whose lines changed after the lower bound, and every
+-- order still pointing to an unknown customer or with a line whose product has not arrived
+-- (its cost incomplete), until it arrives.
+{%- set scope = incremental_scope(
+    'sales', 'order_date', 'order_id',
+    awaiting='customer_key = ' ~ unknown_member_key() ~ ' or awaits_product'
+) %}
 
 with
 
@@ -34,6 +43,7 @@ live as (  -- noqa: ST03
         net_amount,
         cost_amount,
         ordered_at,
+        awaits_product,
         updated_at
     from current_state
     where not is_deleted

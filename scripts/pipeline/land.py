@@ -3,7 +3,9 @@
 Every file is validated against the contract before anything is written: a missing, extra or
 mistyped column, or a value that does not parse, is an error that names the file and the
 column, and no file of the batch is appended. Each valid file is then appended in one Iceberg
-commit, stamped with `_loaded_at` (ingestion time) and `_source_file`. A file that was
+commit, stamped with `_loaded_at` (ingestion time) and `_source_file`, and logged with its row
+count in control.landed_files (the data test landed_rows_are_loaded_or_quarantined checks that
+every landed row is either loaded or quarantined). A file that was
 already landed into its table (same absolute path, recorded in `_source_file`) is skipped, so
 landing the same batch twice appends it once.
 """
@@ -118,15 +120,35 @@ def _validate_csv(path: Path, table: str) -> int:
     except pa.ArrowInvalid as exc:
         message = str(exc)
         match = re.search(r"CSV column #(\d+)", message)
-        column = names[int(match.group(1))] if match and int(match.group(1)) < len(names) else "?"
-        raise LandingError(f"{path}: column {column!r} has a value that does not parse ({message})") from exc
+        if match and int(match.group(1)) < len(names):
+            column = names[int(match.group(1))]
+            if "UTF8" in message:
+                raise LandingError(f"{path}: column {column!r} has a value that is not UTF-8 ({message})") from exc
+            raise LandingError(f"{path}: column {column!r} has a value that does not parse ({message})") from exc
+        raise LandingError(f"{path}: malformed CSV, a row does not match the header's {len(names)} columns "
+                           f"({message})") from exc
     return parsed.num_rows
+
+
+LANDED_FILES = "control.landed_files"
 
 
 def ensure_raw_tables(spark: SparkSession) -> None:
     spark.sql(f"create schema if not exists {contract.RAW_SCHEMA}")
     for table in contract.TABLES:
         spark.sql(contract.create_table_sql(table))
+    spark.sql("create schema if not exists control")
+    # the landing's log, for the count check landed = loaded + quarantined (a data test)
+    spark.sql(f"create table if not exists {LANDED_FILES} (table_name string, source_file string,"
+              " file_rows bigint, landed_at timestamp) using iceberg tblproperties ('format-version' = '2')")
+
+
+def _log_landed(spark: SparkSession, files: list[tuple[str, Path, int]]) -> None:
+    """One commit to the landing log for the files (table, path, rows) of a batch."""
+    if files:
+        frame = spark.createDataFrame([(table, str(path), rows) for table, path, rows in files],
+                                      "table_name string, source_file string, file_rows bigint")
+        frame.withColumn("landed_at", F.current_timestamp()).writeTo(LANDED_FILES).append()
 
 
 def _read(spark: SparkSession, path: Path, table: str):
@@ -153,18 +175,23 @@ def land(spark: SparkSession, files: list[Path], table: str | None = None) -> li
         target = table or table_for(path)
         planned.append((path, target, validate(path, target)))
     ensure_raw_tables(spark)
-    landed = []
+    landed, unlogged = [], []
     for path, target, rows in planned:
         already = spark.sql(
-            f"select 1 from {contract.RAW_SCHEMA}.{target} where _source_file = '{_sql_string(str(path))}' limit 1"
+            f"select 1 from {contract.RAW_SCHEMA}.{target} where _source_file = :f limit 1", args={"f": str(path)}
         ).collect()
         if already:
+            # a crash between the append and its log entry leaves the file unlogged: log it now
+            logged = spark.sql(f"select 1 from {LANDED_FILES} where table_name = :t and source_file = :f limit 1",
+                               args={"t": target, "f": str(path)}).collect()
+            if not logged:
+                unlogged.append((target, path, rows))
             landed.append(LandedFile(path, target, 0, skipped=True))
             continue
         _read(spark, path, target).writeTo(f"{contract.RAW_SCHEMA}.{target}").append()
+        unlogged.append((target, path, rows))
         landed.append(LandedFile(path, target, rows))
+    # after the appends: a crash in between leaves files unlogged, and landing them again logs them
+    _log_landed(spark, unlogged)
     return landed
 
-
-def _sql_string(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("'", "\\'")

@@ -76,6 +76,7 @@ def run(config: GeneratorConfig, console: Console) -> int:
         )
     console.print(table)
     console.print(_reconciliation(results))
+    console.print(_quarantine(spark))
     console.print(_freshness(dbt, spark))
     console.print(f"done in {time.monotonic() - started:.0f} s")
     return 0
@@ -91,6 +92,16 @@ def _reconciliation(results: list[NodeResult]) -> Table:
             colour = "green" if node.status == "pass" else "red"
             table.add_row(node.name, f"[{colour}]{node.status}[/]", str(node.failures or 0))
     return table
+
+
+def _quarantine(spark) -> str:
+    """Landed versions not loaded (audit_quarantined_rows), per table and reason."""
+    rows = spark.sql("select source_table, reason, count(*) as n from audit.audit_quarantined_rows"
+                     " group by 1, 2 order by 1, 2").collect()
+    if not rows:
+        return "quarantine (audit.audit_quarantined_rows): no landed row was set aside"
+    return "quarantine (audit.audit_quarantined_rows): " + "; ".join(
+        f"raw.{r.source_table} {r.n} x {r.reason}" for r in rows)
 
 
 def _freshness(dbt: Dbt, spark) -> Table:

@@ -131,16 +131,17 @@ def test_backfill_reproduces_the_full_refresh_publishes_atomically_and_rolls_bac
 
 
 def test_failing_gate_publishes_nothing_and_leaves_a_report(built: Warehouse):
-    # a line whose product never arrived: product_key is null, the not_null test fails on the branch
-    built.spark.sql("insert into raw.order_items select order_id, 99, 424242, 1, 1.00, 0.00, updated_at, false,"
-                    " current_timestamp(), 'hand-made' from raw.orders where order_id = (select min(order_id)"
-                    " from raw.orders) limit 1")
+    # an order of 2025-01-01 whose new version has no channel: its lines' channel_key points to no
+    # dim_channel row, the relationships test fails on the branch
+    built.spark.sql("insert into raw.orders select order_id, customer_id, null, status, ordered_at,"
+                    " updated_at + interval 1 second, is_deleted, current_timestamp(), 'hand-made'"
+                    " from staging.stg_shop__orders where order_id = (select min(order_id) from raw.orders)")
     main_before = snapshots(built)
     backfill = runner(built)
     run_id = backfill.start(backfill.plan("2025-01-01", "2025-01-03", "fct_order_item", 2), "gate test")
     [run] = Control(built.spark).runs(run_id)
     assert run.status == "gate_failed"
-    assert "not_null_fct_order_item_product_key" in run.message
+    assert "relationships_fct_order_item_channel_key" in run.message, run.message
     assert snapshots(built) == main_before
 
 
