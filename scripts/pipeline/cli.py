@@ -112,6 +112,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from pipeline.spark import WarehouseBusy
+
+    try:
+        return _dispatch(args)
+    except WarehouseBusy as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "generate":
         folders = generator.generate(generator.config_from_args(args), args.out)
         print(f"wrote {len(folders)} day folders into {args.out}")

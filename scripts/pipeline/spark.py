@@ -7,15 +7,50 @@ metastore connection, for landing, dbt and reporting alike.
 
 from __future__ import annotations
 
+import fcntl
 import os
 from functools import lru_cache
 from pathlib import Path
+from typing import IO
 
 import jinja2
 import yaml
 from pyspark.sql import SparkSession
 
 from pipeline import paths
+
+_held: list[IO[str]] = []  # the open lock file of this process's warehouse, kept until it exits
+
+
+class WarehouseBusy(RuntimeError):
+    """Another process of this host has the embedded warehouse open."""
+
+
+def lock_warehouse(state: Path) -> None:
+    """Hold the embedded warehouse for this process, or refuse at once, before any JVM starts.
+
+    Embedded Derby admits one JVM per metastore: a second process (a daily run during a
+    backfill, two landings at once) would otherwise die on Derby's own lock with an obscure
+    error. An advisory lock on `<state>/warehouse.lock`, released by the OS when the process
+    ends, however it ends (a SIGKILL leaves no stale lock)."""
+    if _held:
+        return
+    state.mkdir(parents=True, exist_ok=True)
+    handle = (state / "warehouse.lock").open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise WarehouseBusy(
+            f"the embedded warehouse {state} is in use by {holder}; embedded Spark admits one process "
+            "at a time (its Derby metastore): wait for that one to finish, or run both on a Spark cluster"
+        ) from None
+    handle.truncate(0)
+    handle.write(f"process {os.getpid()}")
+    handle.flush()
+    _held.append(handle)
 
 
 def _render_profile(target: str | None = None) -> dict:
@@ -53,7 +88,7 @@ def get_spark() -> SparkSession:
             f"Iceberg runtime jar not found at {jar}: run scripts/bootstrap.sh "
             "(it links the jar from the snowpark-connect-deps-iceberg package)"
         )
-    paths.state_dir().mkdir(parents=True, exist_ok=True)
+    lock_warehouse(paths.state_dir())
     builder = SparkSession.builder.appName("backfill_safe").master("local[2]").enableHiveSupport()
     for key, value in conf.items():
         builder = builder.config(key, value)
