@@ -7,10 +7,11 @@ from pyspark.sql import SparkSession
 SCHEMAS = ("raw", "reference", "staging", "marts", "audit", "control", "dual_run")
 
 
-def reset(spark: SparkSession) -> None:
-    """Drop every table and view of the project's schemas, Iceberg data files included."""
+def reset(spark: SparkSession, keep: tuple[str, ...] = ()) -> None:
+    """Drop every table and view of the project's schemas (but those in `keep`), Iceberg data
+    files included."""
     for schema in SCHEMAS:
-        if not spark.catalog.databaseExists(schema):
+        if schema in keep or not spark.catalog.databaseExists(schema):
             continue
         for table in spark.catalog.listTables(schema):
             if table.isTemporary:

@@ -21,6 +21,8 @@ from helpers import Warehouse  # noqa: E402
 def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("state")
     os.environ["PIPELINE_STATE_DIR"] = str(path)
+    # dbt's target folder too (manifest, partial parse): pytest-xdist workers run side by side
+    os.environ["DBT_TARGET_PATH"] = str(path / "target")
     return path
 
 
