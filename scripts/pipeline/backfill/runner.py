@@ -266,7 +266,7 @@ class Backfill:
             self.dbt.invoke("run-operation", "ensure_control_tables")
         windows = control.windows(run_id)
         todo = [planning.Window(w.window_index, w.window_start, w.window_end) for w in windows if w.status != "done"]
-        tables = [t.table_name for t in control.tables(run_id)]
+        tables = [t.table_name for t in recorded]
         heartbeat = _Heartbeat(control, run_id, self.owner, self.heartbeat_every)
         with ExitStack() as cleanup:  # undone in reverse order, however the block ends
             try:
