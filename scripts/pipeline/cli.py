@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     maintain.add_argument("--retain-last", type=int, default=5, metavar="N",
                           help="always keep the newest N snapshots of each table (default %(default)s)")
 
-    main = commands.add_parser("main", help="the main job on the embedded Spark")
+    main = commands.add_parser("main", help="the main job on the profile target (DBT_TARGET: embedded Spark by default, or cluster)")
     main.add_argument("--seed", type=int, default=generator.GeneratorConfig.seed,
                       help="random seed of the sample (default %(default)s)")
     main.add_argument("--days", type=int, default=generator.GeneratorConfig.days,
@@ -128,11 +128,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0
     if args.command == "land":
         from pipeline.land import LandingError, land
-        from pipeline.spark import get_spark
+        from pipeline.engine import get_engine
 
         files = [f for p in args.files for f in (sorted(p.iterdir()) if p.is_dir() else [p])]
         try:
-            for landed in land(get_spark(), files, table=args.table):
+            for landed in land(get_engine(), files, table=args.table):
                 note = "already landed, skipped" if landed.skipped else f"{landed.rows} rows"
                 print(f"{landed.path} -> raw.{landed.table}: {note}")
         except LandingError as error:
@@ -170,10 +170,10 @@ def _maintain_command(args: argparse.Namespace) -> int:
         console.print(f"[red]refused:[/] {problem}")
         return 2
     from pipeline.maintain import maintain
-    from pipeline.spark import get_spark
+    from pipeline.engine import get_engine
 
     try:
-        results = maintain(get_spark(), tables or None, compact=not args.no_compact,
+        results = maintain(get_engine(), tables or None, compact=not args.no_compact,
                            expire_older_than=None if args.expire_days < 0 else timedelta(days=args.expire_days),
                            retain_last=args.retain_last)
     except ValueError as error:
@@ -195,10 +195,10 @@ def _report_command(args: argparse.Namespace) -> int:
         return 2
     from pipeline import paths, report
     from pipeline.dbt import Dbt
-    from pipeline.spark import get_spark
+    from pipeline.engine import get_engine
 
     out = args.out or paths.state_dir() / "status.html"
-    written = report.write(get_spark(), Dbt(quiet=True), out, args.days, args.runs)
+    written = report.write(get_engine(), Dbt(quiet=True), out, args.days, args.runs)
     print(f"wrote {out}: {len(written.pipelines)} pipelines, {len(written.runs)} runs, "
           f"{len(written.backfills)} backfills, {len(written.alerts)} alerts")
     return 0
@@ -219,10 +219,10 @@ def _compare_command(args: argparse.Namespace) -> int:
         return 2
     from pipeline.compare import CompareError, compare
     from pipeline.dbt import Dbt, DbtError
-    from pipeline.spark import get_spark
+    from pipeline.engine import get_engine
 
     try:
-        result = compare(get_spark(), Dbt(quiet=True), args.model, args.scratch_schema, keep=args.keep)
+        result = compare(get_engine(), Dbt(quiet=True), args.model, args.scratch_schema, keep=args.keep)
     except CompareError as error:
         console.print(f"[red]refused:[/] {error}")
         return 2
@@ -251,7 +251,7 @@ def _backfill_command(args: argparse.Namespace) -> int:
     from pipeline.backfill.plan import PlanError, check_run_id, parse_date, parse_selectors, check_reason
     from pipeline.backfill.runner import Backfill, BackfillRefused
     from pipeline.dbt import Dbt, DbtError
-    from pipeline.spark import get_spark
+    from pipeline.engine import get_engine
 
     console = Console(width=None if sys.stdout.isatty() else 160)
     try:
@@ -274,7 +274,7 @@ def _backfill_command(args: argparse.Namespace) -> int:
             parse_selectors(args.select)
             if not args.dry_run:
                 check_reason(args.reason)
-        runner = Backfill(Dbt(quiet=True), get_spark(), console)
+        runner = Backfill(Dbt(quiet=True), get_engine(), console)
         if args.command == "restate":
             restatement = runner.restate_plan(args.select, args.batch_days)
             if restatement is None:

@@ -14,7 +14,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 
-from pyspark.sql import SparkSession
+from pipeline.engine import Sql
 
 from pipeline import iceberg
 from pipeline.dbt import Dbt
@@ -51,7 +51,7 @@ class Comparison:
         return json.dumps({**asdict(self), "equal": self.equal}, default=str, indent=2)
 
 
-def compare(spark: SparkSession, dbt: Dbt, model: str, scratch_schema: str = "dual_run",
+def compare(spark: Sql, dbt: Dbt, model: str, scratch_schema: str = "dual_run",
             keep: bool = False) -> Comparison:
     if not _SCHEMA.fullmatch(scratch_schema):
         raise CompareError(f"--scratch-schema {scratch_schema!r} is not a schema name (lowercase letters, digits, _)")
@@ -76,7 +76,7 @@ def compare(spark: SparkSession, dbt: Dbt, model: str, scratch_schema: str = "du
         dbt.invoke("parse")  # the next invocation's manifest has the model in its own schema again
 
 
-def diff(spark: SparkSession, model: str, incremental: str, full_refresh: str, key: str) -> Comparison:
+def diff(spark: Sql, model: str, incremental: str, full_refresh: str, key: str) -> Comparison:
     """Join the two tables once on `key` and count, per key, identical / modified / missing /
     extra rows and, for modified rows, the mismatches of each column."""
     columns = [c for c in spark.table(full_refresh).columns if c != key]

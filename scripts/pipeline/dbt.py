@@ -15,7 +15,7 @@ from datetime import datetime
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
 from pipeline import paths
-from pipeline.spark import get_spark
+from pipeline.engine import get_engine
 
 FAILED_STATUSES = {"error", "fail", "runtime error", "skipped"}
 
@@ -50,7 +50,7 @@ class Freshness:
 class Dbt:
     def __init__(self, quiet: bool = False) -> None:
         paths.export_environment()
-        get_spark()  # created first, so dbt-spark's session method reuses it
+        get_engine()  # embedded: the session is created first, so dbt-spark's session method reuses it
         self._runner = dbtRunner()
         self._quiet = quiet
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pyspark.sql import SparkSession
+from pipeline.engine import Sql
 
 TABLE_NAME = re.compile(  # a table name that may reach SQL
     r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
@@ -18,11 +18,20 @@ def checked_table(table: str) -> str:
     return table
 
 
-def table_exists(spark: SparkSession, table: str) -> bool:
+def table_exists(spark: Sql, table: str) -> bool:
     return spark.catalog.tableExists(checked_table(table))
 
 
-def branch_head(spark: SparkSession, table: str, branch: str) -> int | None:
+def partition_fields(spark: Sql, table: str) -> list[str]:
+    """The names of a table's partition fields (from its `partitions` metadata table's `partition`
+    struct); [] for an unpartitioned table. `describe` works on both engines."""
+    for row in spark.sql(f"describe table {checked_table(table)}.partitions").collect():
+        if row[0] == "partition":
+            return re.findall(r"([A-Za-z_][A-Za-z0-9_]*):", row[1])
+    return []
+
+
+def branch_head(spark: Sql, table: str, branch: str) -> int | None:
     """The snapshot a branch of a table points at; None if the branch (or table) does not exist."""
     if not table_exists(spark, table):
         return None
@@ -31,12 +40,12 @@ def branch_head(spark: SparkSession, table: str, branch: str) -> int | None:
     return rows[0][0] if rows else None
 
 
-def current_snapshot_id(spark: SparkSession, table: str) -> int | None:
+def current_snapshot_id(spark: Sql, table: str) -> int | None:
     """Main's snapshot: what every reader without a branch or WAP setting sees."""
     return branch_head(spark, table, "main")
 
 
-def operations_since(spark: SparkSession, table: str, snapshot_id: int | None) -> list[str] | None:
+def operations_since(spark: Sql, table: str, snapshot_id: int | None) -> list[str] | None:
     """The operations of main's commits after `snapshot_id` (newest first): [] if main is still
     there, None if `snapshot_id` is not an ancestor of main (main was reset past it, or it expired).
     A `replace` is a compaction (rewrite_data_files): same rows, other files."""
@@ -51,7 +60,7 @@ def operations_since(spark: SparkSession, table: str, snapshot_id: int | None) -
     return None
 
 
-def only_compactions_since(spark: SparkSession, table: str, snapshot_id: int | None) -> bool:
+def only_compactions_since(spark: Sql, table: str, snapshot_id: int | None) -> bool:
     """Main is at `snapshot_id`, or only compactions (`replace`: same rows, other files) were
     committed after it: rolling back to it, or past them, loses no data."""
     operations = operations_since(spark, table, snapshot_id)
@@ -71,7 +80,7 @@ class Change:
     deleted: int
 
 
-def change_since(spark: SparkSession, table: str, since: int | None, key: str) -> Change:
+def change_since(spark: Sql, table: str, since: int | None, key: str) -> Change:
     """Summaries of the snapshots after `since`, and the row-level changes from the changelog.
 
     Iceberg's summary counts records in rewritten files (copy-on-write rewrites whole files);
@@ -109,7 +118,7 @@ def change_since(spark: SparkSession, table: str, since: int | None, key: str) -
     )
 
 
-def watermarks(spark: SparkSession, control_schema: str = "control") -> dict[str, object]:
+def watermarks(spark: Sql, control_schema: str = "control") -> dict[str, object]:
     table = checked_table(f"{control_schema}.etl_watermark")
     if not table_exists(spark, table):
         return {}

@@ -20,10 +20,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
-
 from pipeline import contract
+from pipeline.engine import Sql, literal
 
 
 class LandingError(ValueError):
@@ -133,7 +131,7 @@ def _validate_csv(path: Path, table: str) -> int:
 LANDED_FILES = "control.landed_files"
 
 
-def ensure_raw_tables(spark: SparkSession) -> None:
+def ensure_raw_tables(spark: Sql) -> None:
     spark.sql(f"create schema if not exists {contract.RAW_SCHEMA}")
     for table in contract.TABLES:
         spark.sql(contract.create_table_sql(table))
@@ -143,29 +141,37 @@ def ensure_raw_tables(spark: SparkSession) -> None:
               " file_rows bigint, landed_at timestamp) using iceberg tblproperties ('format-version' = '2')")
 
 
-def _log_landed(spark: SparkSession, files: list[tuple[str, Path, int]]) -> None:
+def _log_landed(spark: Sql, files: list[tuple[str, Path, int]]) -> None:
     """One commit to the landing log for the files (table, path, rows) of a batch."""
     if files:
-        frame = spark.createDataFrame([(table, str(path), rows) for table, path, rows in files],
-                                      "table_name string, source_file string, file_rows bigint")
-        frame.withColumn("landed_at", F.current_timestamp()).writeTo(LANDED_FILES).append()
+        rows, args = [], {}
+        for n, (table, path, count) in enumerate(files):
+            rows.append(f"(:t{n}, :f{n}, cast(:r{n} as bigint), current_timestamp())")
+            args.update({f"t{n}": table, f"f{n}": str(path), f"r{n}": count})
+        spark.sql(f"insert into {LANDED_FILES} values {', '.join(rows)}", args=args)
 
 
-def _read(spark: SparkSession, path: Path, table: str):
+def _append(spark: Sql, path: Path, table: str) -> None:
+    """Append one file to raw.<table> in one commit, in SQL only (a temporary view over the
+    file, then an insert), so it runs the same on the embedded session and through a Thrift
+    Server (which must see the file at the same path)."""
     columns = contract.TABLES[table]
+    location = literal(str(path))
     if path.suffix.lower() == ".parquet":
-        frame = spark.read.parquet(str(path))
+        spark.sql(f"create or replace temporary view landing_file using parquet options (path {location})")
     else:
         ddl = ", ".join(f"{c.name} {c.spark_type}" for c in columns)
-        frame = spark.read.options(header="true", mode="FAILFAST").schema(ddl).csv(str(path))
-    return frame.select(
-        *[F.col(c.name).cast(c.spark_type).alias(c.name) for c in columns],
-        F.current_timestamp().alias("_loaded_at"),
-        F.lit(str(path)).alias("_source_file"),
-    )
+        spark.sql(f"create or replace temporary view landing_file ({ddl}) using csv"
+                  f" options (path {location}, header 'true', mode 'FAILFAST')")
+    try:
+        casts = ", ".join(f"cast({c.name} as {c.spark_type}) as {c.name}" for c in columns)
+        spark.sql(f"insert into {contract.RAW_SCHEMA}.{table} select {casts}, current_timestamp() as _loaded_at,"
+                  " :f as _source_file from landing_file", args={"f": str(path)})
+    finally:
+        spark.sql("drop view if exists landing_file")
 
 
-def land(spark: SparkSession, files: list[Path], table: str | None = None) -> list[LandedFile]:
+def land(spark: Sql, files: list[Path], table: str | None = None) -> list[LandedFile]:
     """Validate every file, then append each one; nothing is appended if any file is invalid."""
     if table is not None and table not in contract.TABLES:
         raise LandingError(f"--table {table!r} is not a raw table; expected one of {sorted(contract.TABLES)}")
@@ -188,7 +194,7 @@ def land(spark: SparkSession, files: list[Path], table: str | None = None) -> li
                 unlogged.append((target, path, rows))
             landed.append(LandedFile(path, target, 0, skipped=True))
             continue
-        _read(spark, path, target).writeTo(f"{contract.RAW_SCHEMA}.{target}").append()
+        _append(spark, path, target)
         unlogged.append((target, path, rows))
         landed.append(LandedFile(path, target, rows))
     # after the appends: a crash in between leaves files unlogged, and landing them again logs them

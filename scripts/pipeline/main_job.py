@@ -24,14 +24,14 @@ from pipeline.dbt import Dbt, DbtError, NodeResult
 from pipeline.generate import GeneratorConfig, generate
 from pipeline.land import land
 from pipeline.manifest import incremental_models
-from pipeline.spark import get_spark
+from pipeline.engine import get_engine
 
 RECONCILIATION_TESTS = ("reconcile_daily_totals", "no_unloaded_changes")
 
 
 def land_day(folder: Path) -> int:
     files = sorted(folder.iterdir())
-    return sum(f.rows for f in land(get_spark(), files))
+    return sum(f.rows for f in land(get_engine(), files))
 
 
 def run(config: GeneratorConfig, console: Console) -> int:
@@ -42,7 +42,7 @@ def run(config: GeneratorConfig, console: Console) -> int:
     console.print(f"[bold]generated[/] {len(days)} days of source versions into {landing} (seed {config.seed})")
 
     dbt = Dbt()
-    spark = get_spark()
+    spark = get_engine()
     warehouse.reset(spark)
     for folder in days[:-1]:
         land_day(folder)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from pyspark.sql import SparkSession
+from pipeline.engine import Sql
 
 from pipeline import iceberg
 
@@ -37,7 +37,7 @@ class TableMaintenance:
     kept_for_rollback: str | None = None  # the run whose rollback shortened the retention
 
 
-def iceberg_tables(spark: SparkSession, schemas: tuple[str, ...] = DEFAULT_SCHEMAS) -> list[str]:
+def iceberg_tables(spark: Sql, schemas: tuple[str, ...] = DEFAULT_SCHEMAS) -> list[str]:
     tables = []
     for schema in schemas:
         if not spark.catalog.databaseExists(schema):
@@ -48,7 +48,7 @@ def iceberg_tables(spark: SparkSession, schemas: tuple[str, ...] = DEFAULT_SCHEM
     return sorted(tables)
 
 
-def _backfill_holds(spark: SparkSession) -> tuple[dict[str, str], dict[str, tuple[str, int]]]:
+def _backfill_holds(spark: Sql) -> tuple[dict[str, str], dict[str, tuple[str, int]]]:
     """(tables held by a running backfill -> run id, tables of a published backfill that can still
     be rolled back -> (run id, the snapshot its rollback restores)). Read only: no control table
     is created here."""
@@ -71,11 +71,11 @@ def _backfill_holds(spark: SparkSession) -> tuple[dict[str, str], dict[str, tupl
     return held, reversible
 
 
-def _file_count(spark: SparkSession, table: str) -> int:
+def _file_count(spark: Sql, table: str) -> int:
     return int(spark.sql(f"select count(*) from {table}.files").collect()[0][0])
 
 
-def maintain(spark: SparkSession, tables: list[str] | None = None, compact: bool = True,
+def maintain(spark: Sql, tables: list[str] | None = None, compact: bool = True,
              expire_older_than: timedelta | None = timedelta(days=7), retain_last: int = 5,
              now: datetime | None = None) -> list[TableMaintenance]:
     """Compact and/or expire `tables` (default: every Iceberg table of raw and marts)."""

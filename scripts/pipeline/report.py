@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pyspark.sql import SparkSession
+from pipeline.engine import Sql
 
 from pipeline.dbt import Dbt, Freshness
 from pipeline.manifest import relation_of
@@ -35,11 +35,11 @@ class Report:
     alerts: list[str] = field(default_factory=list)
 
 
-def _rows(spark: SparkSession, sql: str, **args) -> list[dict]:
+def _rows(spark: Sql, sql: str, **args) -> list[dict]:
     return [row.asDict() for row in spark.sql(sql, args=args or None).collect()]
 
 
-def collect(spark: SparkSession, dbt: Dbt, days: int = 14, runs: int = 30) -> Report:
+def collect(spark: Sql, dbt: Dbt, days: int = 14, runs: int = 30) -> Report:
     if not 1 <= days <= 366 or not 1 <= runs <= 1000:
         raise ValueError(f"--days must be 1..366 and --runs 1..1000, got {days} and {runs}")
     report = Report(datetime.now(UTC), days)
@@ -81,7 +81,7 @@ def collect(spark: SparkSession, dbt: Dbt, days: int = 14, runs: int = 30) -> Re
     return report
 
 
-def _alerts(spark: SparkSession, dbt: Dbt, report: Report) -> list[str]:
+def _alerts(spark: Sql, dbt: Dbt, report: Report) -> list[str]:
     alerts = [f"run of {r['model_name']} ({r['invocation_id']}) at {r['started_at']}: {r['status']}: {r['message']}"
               for r in report.runs if r["status"] not in ("success", "skipped")]
     alerts += [f"source {f.source} is {f.status}: latest update {f.max_loaded_at}" for f in report.freshness
@@ -223,7 +223,7 @@ def _num(value: object) -> float | None:
     return None if value is None else float(value)
 
 
-def write(spark: SparkSession, dbt: Dbt, out: Path, days: int = 14, runs: int = 30) -> Report:
+def write(spark: Sql, dbt: Dbt, out: Path, days: int = 14, runs: int = 30) -> Report:
     report = collect(spark, dbt, days, runs)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render(report), encoding="utf-8")

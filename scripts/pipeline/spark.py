@@ -53,7 +53,9 @@ def lock_warehouse(state: Path) -> None:
     _held.append(handle)
 
 
-def _render_profile(target: str | None = None) -> dict:
+def render_profile(target: str | None = None) -> dict:
+    """One output of profiles/profiles.yml rendered as dbt renders it (env_var and the
+    as_number / as_bool / as_text filters): `target`, else DBT_TARGET, else the profile's default."""
     text = (paths.PROFILES_DIR / "profiles.yml").read_text()
 
     def env_var(name: str, default: str | None = None) -> str:
@@ -63,16 +65,21 @@ def _render_profile(target: str | None = None) -> dict:
             raise KeyError(f"profiles/profiles.yml: environment variable {name} is not set")
         return default
 
-    rendered = jinja2.Template(text).render(env_var=env_var)
+    environment = jinja2.Environment()
+    environment.filters.update(as_number=lambda v: v, as_bool=lambda v: v, as_text=lambda v: v)
+    rendered = environment.from_string(text).render(env_var=env_var)
     profile = yaml.safe_load(rendered)["backfill_safe"]
     target = target or profile["target"]
+    if target not in profile["outputs"]:
+        raise KeyError(f"profiles/profiles.yml: no target {target!r} (DBT_TARGET); "
+                       f"targets: {sorted(profile['outputs'])}")
     return profile["outputs"][target]
 
 
 def spark_conf() -> dict[str, str]:
     """The `server_side_parameters` of the embedded target, rendered."""
     paths.export_environment()
-    output = _render_profile("embedded")
+    output = render_profile("embedded")
     conf = {str(k): str(v) for k, v in output["server_side_parameters"].items()}
     # dbt-spark forces this on every connection; do the same so both agree
     conf["spark.sql.ansi.enabled"] = "false"

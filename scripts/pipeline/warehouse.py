@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
+from pipeline.engine import Sql
 
 SCHEMAS = ("raw", "reference", "staging", "marts", "audit", "control", "dual_run")
 
 
-def reset(spark: SparkSession, keep: tuple[str, ...] = ()) -> None:
+def reset(spark: Sql, keep: tuple[str, ...] = ()) -> None:
     """Drop every table and view of the project's schemas (but those in `keep`), Iceberg data
     files included."""
     for schema in SCHEMAS:

@@ -18,7 +18,7 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime
 
-from pyspark.sql import SparkSession
+from pipeline.engine import Sql
 
 SCHEMA = "control"
 ACTIVE = ("running",)
@@ -56,7 +56,7 @@ class Run:
 
 
 class Control:
-    def __init__(self, spark: SparkSession) -> None:
+    def __init__(self, spark: Sql) -> None:
         self.spark = spark
         # the runner's heartbeat thread and its main thread both update backfill_runs: one at a
         # time, or their copy-on-write commits would conflict

@@ -1,9 +1,10 @@
 """Running a backfill: write-audit-publish over Iceberg branches, one dbt run per window.
 
-A run cuts a branch (named after the run id) on every table in scope and sets
-`spark.wap.branch`, so each window's `dbt run --vars {backfill_start, backfill_end}` merges into
-the branches only; main, and every reader of it, sees nothing. Then the data tests run against
-the branches (the gate). Only if they pass is every table fast-forwarded to its branch, after
+A run cuts a branch (named after the run id) on every table in scope, and each window's
+`dbt run --vars {backfill_start, backfill_end, backfill_branch}` sets `spark.wap.branch` on its
+connection (macro use_backfill_branch), so it merges into the branches only; main, and every
+reader of it, sees nothing. Then the data tests run against the branches (the gate, with the
+same var). Only if they pass is every table fast-forwarded to its branch, after
 checking that no table's main moved meanwhile: all published, or none. Each window is
 checkpointed in the control tables, so `resume` continues after the last finished one; the
 snapshot each table had before publishing is recorded, so `rollback` restores it.
@@ -24,7 +25,6 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Callable
 
 import yaml
-from pyspark.sql import SparkSession
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
@@ -33,6 +33,7 @@ from pipeline import iceberg, paths
 from pipeline.backfill import plan as planning
 from pipeline.backfill.control import Control, Run
 from pipeline.dbt import Dbt
+from pipeline.engine import Sql
 from pipeline.manifest import IncrementalModel, incremental_models, relation_of
 
 
@@ -106,7 +107,7 @@ def git_commit() -> str:
 
 
 class Backfill:
-    def __init__(self, dbt: Dbt, spark: SparkSession, console: Console | None = None,
+    def __init__(self, dbt: Dbt, spark: Sql, console: Console | None = None,
                  stale_after: timedelta = timedelta(minutes=10)) -> None:
         self.dbt = dbt
         self.spark = spark
@@ -189,8 +190,7 @@ class Backfill:
 
     def _in_window(self, relation: str, window: planning.Window) -> tuple[int, int, int, int]:
         """Partitions, rows, files and bytes of a table in a window (the whole table if it has no order_date)."""
-        schema = self.spark.table(f"{relation}.partitions").schema  # no `partition` column if unpartitioned
-        if "partition" in schema.names and "order_date" in schema["partition"].dataType.names:
+        if "order_date" in iceberg.partition_fields(self.spark, relation):
             return self._metadata_totals(relation, window)
         return self._metadata_totals(relation)
 
@@ -271,7 +271,9 @@ class Backfill:
         with ExitStack() as cleanup:  # undone in reverse order, however the block ends
             try:
                 cleanup.enter_context(self.dbt.pinned_manifest())
-                self.spark.conf.set("spark.wap.branch", run_id)
+                # the models and the gate's tests set spark.wap.branch on their own connection
+                # (var backfill_branch, macro use_backfill_branch); on the embedded session that
+                # setting outlives the invocation: cleared whatever happens
                 cleanup.callback(self.spark.conf.unset, "spark.wap.branch")
                 heartbeat.start()
                 cleanup.callback(heartbeat.stop)
@@ -300,7 +302,7 @@ class Backfill:
                         # --no-populate-cache: the MERGE looks up its one target table lazily,
                         # instead of dbt listing every schema of the project first (~0.35 s a window)
                         self.dbt.invoke("run", "--no-write-json", "--no-populate-cache", "--select", *run.models,
-                                        "--vars", json.dumps(window.dbt_vars))
+                                        "--vars", json.dumps({**window.dbt_vars, "backfill_branch": run_id}))
                         finished = datetime.now(UTC)
                         if pending is not None:
                             pending.result()  # the previous window's checkpoint failed: stop here
@@ -312,7 +314,8 @@ class Backfill:
                     if pending is not None:
                         pending.result()
                 self._refuse_if_main_moved(control, run_id)
-                tests = [n for n in self.dbt.invoke("test", "--select", *run.models, check=False)
+                tests = [n for n in self.dbt.invoke("test", "--select", *run.models, "--vars",
+                                                    json.dumps({"backfill_branch": run_id}), check=False)
                          if n.resource_type == "test"]
                 # a test of severity warn (the volume alerts) is reported, not a reason to withhold
                 gate = [n for n in tests if n.status not in ("pass", "warn")]
