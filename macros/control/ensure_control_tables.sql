@@ -4,7 +4,11 @@
     runner creates these tables when it starts (`dbt run-operation ensure_control_tables`). -#}
 {% macro ensure_control_tables() %}
     {% if execute and backfill_window() is none %}
-        {% do run_query("create schema if not exists " ~ var('control_schema', 'control')) %}
+        {#- a statement, not run_query: through a Thrift Server PyHive cannot fetch the empty
+            result of DDL (TypeError in its _fetch_more) -#}
+        {% call statement('create_control_schema') %}
+            create schema if not exists {{ var('control_schema', 'control') }}
+        {% endcall %}
         {% call statement('create_watermark_table') %}
             create table if not exists {{ watermark_relation() }} (
                 pipeline_name string,

@@ -8,6 +8,7 @@
     pipeline compare MODEL                  dual run: full refresh in a scratch schema vs the incremental table
     pipeline report [--out FILE]            the status page: one static HTML file
     pipeline maintain [options]             compact small files, expire snapshots, keep backfills reversible
+    pipeline cluster start|stop|status      the local Spark cluster + Thrift Server of the `cluster` target
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from pipeline import cluster
 from pipeline import generate as generator
 
 
@@ -100,6 +102,14 @@ def build_parser() -> argparse.ArgumentParser:
     maintain.add_argument("--retain-last", type=int, default=5, metavar="N",
                           help="always keep the newest N snapshots of each table (default %(default)s)")
 
+    cluster_parser = commands.add_parser(
+        "cluster", help="start, stop or show the local Spark standalone cluster and Thrift Server (the `cluster` target)",
+        description="A Spark master, two single-core workers and a Spark Thrift Server on them, all on 127.0.0.1, "
+        "with the embedded target's Iceberg settings and their own metastore and warehouse in <state dir>/cluster/. "
+        "`start` prints the exports dbt needs (--target cluster). Exit codes: 0 done (status: running), "
+        "1 failed (status: not running), 2 refused (already running).")
+    cluster.add_arguments(cluster_parser)
+
     main = commands.add_parser("main", help="the main job on the profile target (DBT_TARGET: embedded Spark by default, or cluster)")
     main.add_argument("--seed", type=int, default=generator.GeneratorConfig.seed,
                       help="random seed of the sample (default %(default)s)")
@@ -143,6 +153,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _backfill_command(args)
     if args.command == "maintain":
         return _maintain_command(args)
+    if args.command == "cluster":
+        return cluster.run(args)
     if args.command == "compare":
         return _compare_command(args)
     if args.command == "report":

@@ -1,0 +1,150 @@
+"""Cluster mode: a local Spark standalone cluster (master, two workers, each its own JVM) and a
+Spark Thrift Server on it, reached by dbt through the `cluster` target of profiles/profiles.yml.
+
+One cluster for the module, on free loopback ports, in a temporary state folder; always stopped
+at the end, whatever fails. dbt runs as a subprocess (`.venv/bin/dbt --target cluster`), as a
+user would run it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from pyhive import hive
+
+from pipeline import cluster
+from pipeline.paths import PROJECT_DIR
+
+pytestmark = pytest.mark.cluster
+
+DBT = Path(sys.executable).parent / "dbt"
+
+
+@dataclass(frozen=True)
+class Running:
+    state: Path  # the state folder (the cluster's files are in state / "cluster")
+    info: cluster.ClusterInfo
+    start_seconds: float
+
+    def env(self, scratch: Path) -> dict[str, str]:
+        """A dbt subprocess's environment: this cluster's Thrift endpoint, its own target folder."""
+        env = {**os.environ, **self.info.env(), "DBT_TARGET_PATH": str(scratch / "target"),
+               "DBT_LOG_PATH": str(scratch / "logs"), "DBT_USE_COLORS": "false"}
+        env.pop("DBT_TARGET", None)
+        return env
+
+    def dbt(self, scratch: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([str(DBT), *args, "--project-dir", str(PROJECT_DIR),
+                               "--profiles-dir", str(PROJECT_DIR / "profiles"), "--target", "cluster"],
+                              env=self.env(scratch), capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, f"dbt {' '.join(args)} failed:\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}"
+        return done
+
+    def query(self, sql: str) -> list[tuple]:
+        connection = hive.connect(host=self.info.thrift_host, port=self.info.thrift_port, username="dbt")
+        try:
+            cursor = connection.cursor()
+            cursor.execute(sql)
+            return cursor.fetchall()
+        finally:
+            connection.close()
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    state = tmp_path_factory.mktemp("cluster-state")
+    try:
+        started = time.monotonic()
+        info = cluster.start(state, thrift_port=cluster.free_port(), timeout=300)
+        yield Running(state, info, time.monotonic() - started)
+    finally:
+        cluster.stop(state)
+
+
+def _script(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PIPELINE_STATE_DIR": str(state)}
+    return subprocess.run(["bash", str(PROJECT_DIR / "scripts" / "cluster.sh"), *args], env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _describe(running: Running, table: str) -> dict[str, str]:
+    return {row[0]: row[1] for row in running.query(f"describe table extended {table}")}
+
+
+def test_dbt_seeds_and_runs_iceberg_models_through_the_thrift_server(running: Running, tmp_path: Path):
+    assert "Connection test: [OK connection ok]" in running.dbt(tmp_path, "debug").stdout
+    running.dbt(tmp_path, "seed")
+    # dim_date reads no landed data; the MERGEs of an incremental run come with the main job
+    running.dbt(tmp_path, "run", "--select", "dim_date")
+
+    assert running.query("select count(*) from reference.channels") == [(5,)]
+    assert running.query("select count(*), min(date_day), max(date_day) from marts.dim_date") == [
+        (1461, "2024-01-01", "2027-12-31")]
+    for table in ("reference.channels", "marts.dim_date"):
+        described = _describe(running, table)
+        assert described["Provider"] == "iceberg", described
+        # the cluster's own warehouse, never the embedded one
+        assert described["Location"].startswith(f"file:{running.state / 'cluster' / 'warehouse'}/"), described
+    assert "write.wap.enabled=true" in _describe(running, "marts.dim_date")["Table Properties"]
+    assert running.query("select count(*) from marts.dim_date.snapshots") == [(1,)]
+    # the on-run-start and on-run-end hooks ran through the Thrift Server too
+    assert running.query("select status from control.run_records where model_name = 'dim_date'") == [("success",)]
+
+
+def test_tasks_run_on_executors_of_both_workers(running: Running):
+    deadline = time.monotonic() + 180
+    topology = cluster.topology(running.state)
+    while len({e.worker_id for e in topology.executors if e.worker_id}) < 2 and time.monotonic() < deadline:
+        time.sleep(2)
+        topology = cluster.topology(running.state)
+    workers = {w.id for w in topology.alive_workers}
+    assert len(workers) == 2, topology
+    assert {e.worker_id for e in topology.executors} == workers, topology
+
+    for _ in range(3):  # two free single-core executors each take a task of the first wave; retry anyway
+        assert running.query("select count(*) from range(0, 1000000, 1, 8)") == [(1000000,)]
+        time.sleep(1)  # the REST API's task counts follow the listener
+        topology = cluster.topology(running.state)
+        if topology.workers_with_tasks() == workers:
+            break
+    assert topology.workers_with_tasks() == workers, topology
+
+
+def test_a_second_start_is_refused_and_the_first_cluster_keeps_running(running: Running):
+    refused = _script(running.state, "start")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "is already running" in refused.stderr and "cluster.sh stop" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr
+    with pytest.raises(cluster.ClusterRunning):
+        cluster.start(running.state, thrift_port=cluster.free_port())
+
+    assert cluster.info(running.state) == running.info
+    assert all(cluster.process_states(running.info).values())
+    assert running.query("select 1") == [(1,)]
+    status = _script(running.state, "status")
+    assert status.returncode == 0 and "workers ALIVE at the master: 2" in status.stdout, status.stdout
+
+
+def test_stop_leaves_no_process_and_a_second_stop_is_harmless(running: Running):
+    cdir = running.state / "cluster"
+    pids = set(running.info.pids.values())
+    stopped = cluster.stop(running.state)
+    assert pids <= set(stopped)
+    assert cluster._tagged_pids(cdir) == set()
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert not (cdir / "cluster.json").exists()
+    assert cluster.info(running.state) is None
+
+    assert cluster.stop(running.state) == []
+    again = _script(running.state, "stop")
+    assert again.returncode == 0 and "nothing runs" in again.stdout, again.stdout + again.stderr
+    assert _script(running.state, "status").returncode == 1
