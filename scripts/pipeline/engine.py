@@ -170,9 +170,13 @@ class ThriftSql:
 
         # rendered as text, a profile's `none` reads "None" (dbt's own renderer keeps it native)
         fields = {k: (None if v in ("None", "") else v) for k, v in output.items() if k not in ("type", "threads")}
+        # and its numbers and booleans read as text: typed here as dbt's native rendering types them
         for name in ("port", "connect_retries", "connect_timeout", "poll_interval", "query_retries"):
             if isinstance(fields.get(name), str):
                 fields[name] = int(fields[name])
+        for name in ("use_ssl", "retry_all"):
+            if isinstance(fields.get(name), str):
+                fields[name] = fields[name].strip().lower() in ("true", "1", "yes")
         self.credentials = SparkCredentials.from_dict(fields)
         self._local = threading.local()
         self._opened: list[Any] = []
@@ -201,8 +205,13 @@ class ThriftSql:
                 return Result([])
             names = [column[0] for column in cursor.description]
             types = [column[1] for column in cursor.description]
-            rows = [Row(**{n: _convert(v, t) for n, v, t in zip(names, values, types)}) for values in cursor.fetchall()]
-            return Result(rows)
+            try:
+                fetched = cursor.fetchall()
+            except TypeError:
+                # DDL answers a result set without columns, which PyHive cannot iterate
+                # (`create schema` through a Spark Thrift Server): no rows
+                fetched = []
+            return Result([Row(**{n: _convert(v, t) for n, v, t in zip(names, values, types)}) for values in fetched])
         finally:
             cursor.close()
 
