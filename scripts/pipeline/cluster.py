@@ -206,6 +206,10 @@ def server_conf(cdir: Path) -> dict[str, str]:
         # one single-core executor per worker, on both workers
         "spark.executor.cores": "1",
         "spark.cores.max": "2",
+        # many sessions (dbt's, the runner's, its checkpoint thread's) commit to and read the
+        # same tables: a session must see the others' commits at once, not a cached snapshot
+        # of up to 30 s ago (measured: a second session kept reading the old snapshot)
+        "spark.sql.catalog.spark_catalog.cache-enabled": "false",
     })
     return conf
 

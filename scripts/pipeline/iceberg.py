@@ -22,6 +22,17 @@ def table_exists(spark: Sql, table: str) -> bool:
     return spark.catalog.tableExists(checked_table(table))
 
 
+def refreshed(spark: Sql, table: str) -> str:
+    """`table`, after dropping this session's cached metadata of it.
+
+    On a Spark Thrift Server every connection is a session with its own Iceberg table cache, and
+    other sessions (dbt's MERGEs, a daily run) commit to the tables the runner inspects: without
+    a refresh a session reads a snapshot up to 30 s old (unless the server disables the cache,
+    as `pipeline.cluster` does). Cheap on the embedded session, where it changes nothing."""
+    spark.sql(f"refresh table {checked_table(table)}")
+    return table
+
+
 def partition_fields(spark: Sql, table: str) -> list[str]:
     """The names of a table's partition fields (from its `partitions` metadata table's `partition`
     struct); [] for an unpartitioned table. `describe` works on both engines."""
@@ -35,7 +46,7 @@ def branch_head(spark: Sql, table: str, branch: str) -> int | None:
     """The snapshot a branch of a table points at; None if the branch (or table) does not exist."""
     if not table_exists(spark, table):
         return None
-    rows = spark.sql(f"select snapshot_id from {checked_table(table)}.refs where name = :b and type = 'BRANCH'",
+    rows = spark.sql(f"select snapshot_id from {refreshed(spark, table)}.refs where name = :b and type = 'BRANCH'",
                      args={"b": branch}).collect()
     return rows[0][0] if rows else None
 
@@ -49,7 +60,7 @@ def operations_since(spark: Sql, table: str, snapshot_id: int | None) -> list[st
     """The operations of main's commits after `snapshot_id` (newest first): [] if main is still
     there, None if `snapshot_id` is not an ancestor of main (main was reset past it, or it expired).
     A `replace` is a compaction (rewrite_data_files): same rows, other files."""
-    table = checked_table(table)
+    table = refreshed(spark, table)
     by_id = {row.snapshot_id: row for row in spark.sql(f"select snapshot_id, parent_id, operation from {table}.snapshots").collect()}
     cursor, operations = current_snapshot_id(spark, table), []
     while cursor is not None and cursor in by_id:

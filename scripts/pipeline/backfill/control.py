@@ -18,6 +18,7 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime
 
+from pipeline import iceberg
 from pipeline.engine import Sql
 
 SCHEMA = "control"
@@ -68,6 +69,12 @@ class Control:
     def _sql(self, text: str, **args):
         return self.spark.sql(text, args=args)
 
+    def _read(self, table: str, text: str, **args) -> list:
+        """Rows of a query on a control table, read fresh: through a Thrift Server the runner's
+        threads are separate sessions, each with its own Iceberg table cache."""
+        iceberg.refreshed(self.spark, f"{SCHEMA}.{table}")
+        return self._sql(text, **args).collect()
+
     # -- runs --------------------------------------------------------------------------------
     def create_run(self, run: Run) -> None:
         self._sql(
@@ -94,7 +101,8 @@ class Control:
 
     def runs(self, run_id: str | None = None) -> list[Run]:
         where = "where run_id = :run_id" if run_id else ""
-        rows = self._sql(f"select * from {SCHEMA}.backfill_runs {where} order by created_at", run_id=run_id or "").collect()
+        rows = self._read("backfill_runs", f"select * from {SCHEMA}.backfill_runs {where} order by created_at",
+                          run_id=run_id or "")
         return [Run(**{**row.asDict(), "models": json.loads(row.models)}) for row in rows]
 
     def active_runs(self) -> list[Run]:
@@ -111,13 +119,14 @@ class Control:
 
     def windows(self, run_id: str) -> list:
         """Each window of a run in its latest state ('done' wins a tie)."""
-        return self._sql(
+        return self._read(
+            "backfill_window_events",
             "select run_id, window_index, window_start, window_end, status, started_at, finished_at, table_stats,"
             " recorded_at from ("
             " select *, row_number() over (partition by window_index"
             "  order by recorded_at desc, case status when 'done' then 0 else 1 end) as _latest"
             f" from {SCHEMA}.backfill_window_events where run_id = :run_id"
-            ") where _latest = 1 order by window_index", run_id=run_id).collect()
+            ") where _latest = 1 order by window_index", run_id=run_id)
 
     def window_done(self, run_id: str, window, started_at: datetime, finished_at: datetime, stats: dict) -> None:
         self._sql(f"insert into {SCHEMA}.backfill_window_events values (:run_id, :i, :s, :e, 'done', :started,"
@@ -160,8 +169,8 @@ class Control:
         self._sql(f"insert into {SCHEMA}.backfill_tables values {', '.join(rows)}", **args)
 
     def tables(self, run_id: str) -> list:
-        return self._sql(f"select * from {SCHEMA}.backfill_tables where run_id = :run_id order by table_name",
-                         run_id=run_id).collect()
+        return self._read("backfill_tables", f"select * from {SCHEMA}.backfill_tables where run_id = :run_id"
+                          " order by table_name", run_id=run_id)
 
     def table_published(self, run_id: str, table: str, pre: int, published: int) -> None:
         self._sql(f"update {SCHEMA}.backfill_tables set pre_publish_snapshot_id = :pre, published_snapshot_id = :pub"

@@ -441,6 +441,8 @@ class Backfill:
         runner is the branch's only writer, and windows run one after another). Read after the
         window, while the next one may already be committing, so the chain is walked from the
         branch's current head and later snapshots are skipped by time. One metadata query."""
+        for table in tables:
+            iceberg.refreshed(self.spark, table)
         union = " union all ".join(
             f"select '{t}' as table_name, s.snapshot_id, s.parent_id, unix_micros(s.committed_at) as committed_us, s.summary,"
             f" r.snapshot_id as head from {t}.snapshots as s left join {t}.refs as r on r.name = :branch"
