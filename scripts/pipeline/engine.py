@@ -117,7 +117,8 @@ class Result:
 @dataclass(frozen=True)
 class TableInfo:
     name: str
-    tableType: str  # noqa: N815 - pyspark's Catalog.listTables field name
+    tableType: str  # noqa: N815 - pyspark's Catalog.listTables field names
+    isTemporary: bool = False  # noqa: N815 - listTables below returns only permanent ones
 
 
 class _Catalog:
