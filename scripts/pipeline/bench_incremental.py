@@ -500,6 +500,16 @@ def markdown(report: dict) -> str:
             f"| {facts['fct_order_item']['files']}, {facts['fct_order_item']['avg_file_kb']:.0f} KB "
             f"| {day['landed'].get('orders', 0)} / {day['landed'].get('order_items', 0)} "
             f"| {day['order_dates_touched']} ({day['order_dates_touched_before_lookback']}) |")
+    largest = max(report["scales"], key=int)
+    daily = report["scales"][largest]["phases"].get("daily", {})
+    top = daily.get("spark", {}).get("top_statements")
+    if top:
+        lines += ["", f"Where the daily run's Spark CPU goes at {_fmt_count(int(largest))} (its costliest statements; "
+                  "`ReplaceData` is a copy-on-write MERGE, the tables with the times the plan scans them):", "",
+                  "| statement | tables scanned | Spark task s | Spark CPU s |", "|---|---|---|---|"]
+        for statement in top[:6]:
+            scanned = ", ".join(f"{t} x{n}" for t, n in statement["scans"].items()) or "-"
+            lines.append(f"| {statement['operator']} | {scanned} | {statement['task_s']:.0f} | {statement['cpu_s']:.0f} |")
     found = report.get("targets", {})
     lines += ["", "Targets:", ""]
     if "daily_vs_full_at_largest" in found:

@@ -61,6 +61,11 @@ class SparkCost:
     spilled_bytes: int = 0  # memory bytes spilled
     sql_executions: int = 0
     scans: dict[str, dict[str, int]] = field(default_factory=dict)  # table -> Iceberg scan metric -> value
+    # the statements that cost most CPU: root operator, tables scanned (times), task and CPU seconds
+    top_statements: list[dict] = field(default_factory=list)
+
+
+TOP_STATEMENTS = 8
 
 
 def parse_event_log(lines, windows: list[Window]) -> dict[str, SparkCost]:
@@ -74,6 +79,8 @@ def parse_event_log(lines, windows: list[Window]) -> dict[str, SparkCost]:
         return None
 
     scan_metric: dict[int, tuple[str, str]] = {}  # accumulator id -> (table, metric)
+    stage_execution: dict[int, int] = {}
+    statements: dict[int, dict] = {}  # execution id -> what it was and what its tasks cost
     execution_window: dict[int, str | None] = {}
     driver_values: dict[int, tuple[int, int]] = {}  # accumulator id -> (execution, value)
     task_scans = {w.name: defaultdict(lambda: defaultdict(int)) for w in windows}
@@ -93,12 +100,21 @@ def parse_event_log(lines, windows: list[Window]) -> dict[str, SparkCost]:
             continue
         event = json.loads(line)
         kind = event.get("Event", "")
-        if kind == "SparkListenerTaskEnd":
+        if kind == "SparkListenerJobStart":
+            execution = (event.get("Properties") or {}).get("spark.sql.execution.id")
+            if execution is not None:
+                for stage in event.get("Stage IDs", []):
+                    stage_execution[stage] = int(execution)
+        elif kind == "SparkListenerTaskEnd":
             info, metrics = event.get("Task Info", {}), event.get("Task Metrics") or {}
             name = window_of(int(info.get("Launch Time", 0)))
             if name is None:
                 continue
             cost = costs[name]
+            statement = statements.get(stage_execution.get(event.get("Stage ID"), -1))
+            if statement is not None:
+                statement["task_s"] += metrics.get("Executor Run Time", 0) / 1000
+                statement["cpu_s"] += metrics.get("Executor CPU Time", 0) / 1e9
             cost.tasks += 1
             cost.task_s += metrics.get("Executor Run Time", 0) / 1000
             cost.cpu_s += metrics.get("Executor CPU Time", 0) / 1e9
@@ -122,6 +138,10 @@ def parse_event_log(lines, windows: list[Window]) -> dict[str, SparkCost]:
             execution_window[event["executionId"]] = name
             if name is not None:
                 costs[name].sql_executions += 1
+                plan = event.get("sparkPlanInfo") or {}
+                statements[event["executionId"]] = {
+                    "window": name, "operator": _operator(plan), "scans": _scanned_tables(plan),
+                    "task_s": 0.0, "cpu_s": 0.0}
             collect(event.get("sparkPlanInfo") or {})
         elif kind.endswith("SparkListenerSQLAdaptiveExecutionUpdate"):
             collect(event.get("sparkPlanInfo") or {})
@@ -140,7 +160,33 @@ def parse_event_log(lines, windows: list[Window]) -> dict[str, SparkCost]:
             for metric, value in metrics.items():
                 scans[name][table][metric] += value
         cost.scans = {t: dict(sorted(m.items())) for t, m in sorted(scans[name].items())}
+        mine = sorted((st for st in statements.values() if st["window"] == name), key=lambda st: -st["cpu_s"])
+        cost.top_statements = [{"operator": st["operator"], "scans": st["scans"], "task_s": round(st["task_s"], 1),
+                                "cpu_s": round(st["cpu_s"], 1)} for st in mine[:TOP_STATEMENTS]]
     return costs
+
+
+def _operator(plan: dict) -> str:
+    """The plan's first operator below the adaptive/command wrappers (ReplaceData, WriteDelta,
+    AppendData, HashAggregate...)."""
+    while plan.get("nodeName") in ("AdaptiveSparkPlan", "CommandResult", "Execute InsertIntoHadoopFsRelationCommand") \
+            and plan.get("children"):
+        plan = plan["children"][0]
+    return str(plan.get("nodeName", "?"))
+
+
+def _scanned_tables(plan: dict) -> dict[str, int]:
+    found: dict[str, int] = defaultdict(int)
+
+    def walk(node: dict) -> None:
+        match = _SCAN.match(node.get("simpleString") or "") if str(node.get("nodeName", "")).startswith("BatchScan") else None
+        if match:
+            found[match.group(1)] += 1
+        for child in node.get("children", []):
+            walk(child)
+
+    walk(plan)
+    return dict(sorted(found.items()))
 
 
 def event_log_lines(folder: Path):
