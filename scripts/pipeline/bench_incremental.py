@@ -99,6 +99,7 @@ class _Phase:
         m.reset_peak(self.jvm_pid)
         m.reset_peak()
         window = m.Window(name, m.now_ms())
+        load_before = os.getloadavg()[0]
         node_s, invocations = self.node_s, self.invocations
         started = time.perf_counter()
         value = action()
@@ -106,7 +107,10 @@ class _Phase:
         window.end_ms = m.now_ms()
         self.windows.append(window)
         result = {"wall_s": wall, "jvm_peak_mb": m.peak_rss_mb(self.jvm_pid), "python_peak_mb": m.peak_rss_mb(),
-                  "dbt_node_s": self.node_s - node_s, "dbt_invocations": self.invocations - invocations}
+                  "dbt_node_s": self.node_s - node_s, "dbt_invocations": self.invocations - invocations,
+                  # the machine's 1-minute load average around the phase: wall times taken under
+                  # different loads do not compare; CPU seconds do, roughly
+                  "load_1m": [round(load_before, 1), round(os.getloadavg()[0], 1)]}
         if isinstance(value, list) and value and hasattr(value[0], "execution_time"):
             result["dbt_nodes"] = {n.name: round(n.execution_time, 2) for n in value if n.resource_type == "model"}
         result["snapshots"] = m.snapshot_figures(self.spark, tables, window.start_ms, window.end_ms)
@@ -420,13 +424,14 @@ def _row(scale_label: str, name: str, label: str, result: dict) -> str:
     target_scan = " / ".join(
         f"{scans[t].get('data_files_scanned', 0)}/{scans[t].get('data_files_scanned', 0) + scans[t].get('data_files_skipped', 0)}"
         if t in scans else "-" for t in targets)
+    load = " -> ".join(f"{x:.0f}" for x in result["load_1m"]) if result.get("load_1m") else "-"
     equality = result.get("equality")
     equal = ("-" if not equality else
              " / ".join("equal" if e["differing"] == 0 else f"{e['differing']} rows differ" for e in equality.values()))
     return (f"| {scale_label} | {label} | {result['wall_s']:.0f} | {result.get('dbt_node_s', 0):.0f} | "
             f"{spark.get('task_s', 0):.0f} | {spark.get('cpu_s', 0):.0f} | {_fmt_count(spark.get('input_rows'))} | "
             f"{_fmt_bytes(spark.get('input_bytes'))} | {target_scan} | {changed} | {records} | "
-            f"{(result.get('jvm_peak_mb') or 0):.0f} / {(result.get('python_peak_mb') or 0):.0f} | {equal} |")
+            f"{(result.get('jvm_peak_mb') or 0):.0f} / {(result.get('python_peak_mb') or 0):.0f} | {equal} | {load} |")
 
 
 def targets(report: dict) -> dict:
@@ -471,8 +476,8 @@ def markdown(report: dict) -> str:
         "",
         "| scale (lines) | phase | wall s | dbt node s | Spark task s | Spark CPU s | rows read | bytes read "
         "| target files scanned/total | changed partitions | records added/deleted | peak MB JVM / Python "
-        "| vs full refresh |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| vs full refresh | load (1 min) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for scale in sorted(report["scales"], key=int):
         entry = report["scales"][scale]
