@@ -11,7 +11,7 @@
     Renders nothing (no statement) for a model without sources, and in a backfill (vars
     backfill_start/backfill_end): a backfill restates history and never moves the daily
     pipeline's watermark; nor for the scratch build of a dual-run comparison (var
-    dual_run_model). -#}
+    dual_run_model). Only rows above the stored watermark are read (they alone can move it). -#}
 {% macro advance_watermark() %}
     {% if not execute or backfill_window() is not none or var('dual_run_model', none) is not none %}
         {{ return('') }}
@@ -28,6 +28,9 @@
         {{ return('') }}
     {% endif %}
     {% set cutoff = timestamp_literal(run_started_at) %}
+    {#- only rows above the stored watermark can move it (it never moves back): Iceberg skips
+        the files whose update times are all below it, instead of every run reading all history -#}
+    {% set current = get_watermark(this.identifier) %}
     merge into {{ watermark_relation() }} as target
     using (
         select
@@ -40,6 +43,9 @@
             from {{ source(src.source_name, src.name) }}
             where
                 _loaded_at <= {{ cutoff }}
+                {%- if current is not none %}
+                and {{ src.loaded_at_field or 'updated_at' }} > {{ timestamp_literal(current) }}
+                {%- endif %}
                 and {{ quarantine_reason(src.name) }} is null
             {{ "union all" if not loop.last }}
             {%- endfor %}

@@ -7,6 +7,19 @@
 
 -- One row per sales channel: the reference seed, plus any channel code seen in orders that the
 -- seed does not list (named after its code, group 'unknown'), so every fact row has its channel.
+{#- A daily run reads the current version of some orders only: those changed after the lower
+    bound, and those with a version naming a channel the table does not hold (however old). Any
+    channel a current version names and the table lacks is among theirs, and the dimension
+    never drops a channel (merge_source sends only new or changed rows). A full build and a
+    backfill read every order. -#}
+{%- set order_ids = none %}
+{%- set lower_bound = incremental_lower_bound('sales') if backfill_window() is none else none %}
+{%- if lower_bound is not none %}
+    {%- set order_ids = "select order_id from " ~ source('shop', 'orders') ~ " where updated_at > " ~ lower_bound
+        ~ " or lower(trim(channel)) not in (select known.channel from " ~ this ~ " as known where known.channel is not null)" %}
+{%- endif %}
+-- depends_on: {{ ref('stg_shop__orders') }}
+
 with
 
 reference as (
@@ -15,7 +28,9 @@ reference as (
 
 observed as (
     select distinct channel
-    from {{ ref('stg_shop__orders') }}
+    from (
+        {{ staged_orders(order_ids) }}
+    ) as current_orders
     where channel is not null
 ),
 

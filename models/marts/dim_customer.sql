@@ -8,11 +8,23 @@
 -- its row, flagged is_deleted, so facts that reference it stay joinable. Plus the unknown
 -- member (customer_id -1), for facts whose customer has not arrived yet.
 {%- set scope = incremental_scope('customers') %}
+{#- the customers a daily run recomputes (a superset of the scope below, over every raw version:
+    each is recomputed from all its versions): those with a version updated after the lower
+    bound, and those the table does not hold yet; the staging ranks only their versions -#}
+{%- set customer_ids = none %}
+{%- if scope and backfill_window() is none %}
+    {%- set customer_ids = "select customer_id from " ~ source('shop', 'customers') ~ " where updated_at > "
+        ~ incremental_lower_bound('customers') ~ " union (select customer_id from " ~ source('shop', 'customers')
+        ~ " except select customer_id from " ~ this ~ ")" %}
+{%- endif %}
+-- depends_on: {{ ref('stg_shop__customers') }}
 
 with
 
 customers as (
-    select * from {{ ref('stg_shop__customers') }}
+    select * from (
+        {{ staged_customers(customer_ids) }}
+    ) as current_customers
     {% if scope %}
         -- and customers the table does not hold yet, however old their updated_at: facts
         -- re-key to a late-arriving customer as soon as it has landed

@@ -14,15 +14,19 @@
 -- watermark minus the sales lookback): a changed line, a changed order header (restates all
 -- its lines), or a new product version now in effect (restates their cost); and every line
 -- still pointing to an unknown customer or product, until it arrives (re-keyed then).
-{%- set scope = incremental_scope(
-    'sales', 'order_date', 'order_item_sk',
-    awaiting='customer_key = ' ~ unknown_member_key() ~ ' or product_key = ' ~ unknown_member_key()
-) %}
+{%- set awaiting = 'customer_key = ' ~ unknown_member_key()
+    ~ ' or product_key = ' ~ unknown_member_key() %}
+{%- set scope = incremental_scope('sales', 'order_date', 'order_item_sk', awaiting=awaiting) %}
+-- The current state is computed for the orders the run's changes reach only (scope_order_ids:
+-- their versions are ranked and joined, not the whole history's), then narrowed to the scope.
+-- depends_on: {{ ref('int_order_items__current_state') }}
 
 with
 
 current_state as (
-    select * from {{ ref('int_order_items__current_state') }}
+    select * from (
+        {{ order_items_current_state(scope_order_ids('sales', awaiting=awaiting)) }}
+    ) as line_state
     {% if scope %}
         where {{ scope }}
     {% endif %}

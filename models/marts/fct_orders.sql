@@ -13,15 +13,18 @@
 -- every order whose header or any of whose lines changed after the lower bound, and every
 -- order still pointing to an unknown customer or with a line whose product has not arrived
 -- (its cost incomplete), until it arrives.
-{%- set scope = incremental_scope(
-    'sales', 'order_date', 'order_id',
-    awaiting='customer_key = ' ~ unknown_member_key() ~ ' or awaits_product'
-) %}
+{%- set awaiting = 'customer_key = ' ~ unknown_member_key() ~ ' or awaits_product' %}
+{%- set scope = incremental_scope('sales', 'order_date', 'order_id', awaiting=awaiting) %}
+-- The current state is computed for the orders the run's changes reach only (scope_order_ids),
+-- then narrowed to the scope.
+-- depends_on: {{ ref('int_orders__current_state') }}
 
 with
 
 current_state as (
-    select * from {{ ref('int_orders__current_state') }}
+    select * from (
+        {{ orders_current_state(scope_order_ids('sales', awaiting=awaiting)) }}
+    ) as order_state
     {% if scope %}
         where {{ scope }}
     {% endif %}
