@@ -6,7 +6,8 @@
       newer one (rule 5);
     - explicit column lists taken from the table, and a clear error when the model's columns
       no longer match the table's (schema change: run with --full-refresh);
-    - `incremental_predicates` are added to the ON clause to prune the target scan (rule 7).
+    - `incremental_predicates` are added to the ON clause to prune the target scan (rule 7),
+      and for a model scoped by orders the order dates of its run (scope_order_dates).
     Only the partitions holding matched or inserted rows are rewritten (copy-on-write). -#}
 {% macro guarded_merge_sql(target, source, unique_key, incremental_predicates) %}
     {% if unique_key is none or unique_key is not string %}
@@ -35,6 +36,11 @@
     {%- for predicate in incremental_predicates or [] %}
         and ({{ predicate }})
     {%- endfor %}
+    {%- set partition_column = (config.get('partition_by') or ['order_date'])[0] %}
+    {%- set partitions = scope_order_dates('DBT_INTERNAL_DEST.' ~ partition_column) %}
+    {%- if partitions %}
+        and ({{ partitions }})
+    {%- endif %}
     when matched and DBT_INTERNAL_SOURCE._is_deleted{{ guard }} then delete
     when matched and not DBT_INTERNAL_SOURCE._is_deleted{{ guard }} then update set
     {%- for column in target_columns %}

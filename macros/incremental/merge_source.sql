@@ -11,8 +11,11 @@
       be the table's.
     - Incremental, without `changes` (dimensions, which keep deleted members flagged): the rows
       of `live` that differ from the table (a null-safe anti-join over every column).
+    `existing` (incremental with `changes`): a predicate on the table's partition columns that
+    holds for every row of the keys in `changes` (scope_order_dates): only those partitions are
+    read.
     guarded_merge_sql turns the flag into DELETE / UPDATE / INSERT. -#}
-{% macro merge_source(live, changes=none, unique_key=none) %}
+{% macro merge_source(live, changes=none, unique_key=none, existing=none) %}
     {% if not is_incremental() %}
         select * from {{ live }}
     {% else %}
@@ -55,7 +58,12 @@
             {%- endfor %}
             changes.is_deleted as _is_deleted
         from {{ changes }} as changes
-        left join {{ this }} as existing
+        left join (
+            select * from {{ this }}
+            {%- if existing %}
+            where {{ existing }}
+            {%- endif %}
+        ) as existing
             on changes.{{ unique_key }} = existing.{{ unique_key }}
         where
             (changes.is_deleted and existing.{{ unique_key }} is not null)

@@ -1,8 +1,13 @@
+{%- set awaiting = 'customer_key = ' ~ unknown_member_key()
+    ~ ' or product_key = ' ~ unknown_member_key() %}
 {{
     config(
         unique_key='order_item_sk',
         partition_by=['order_date'],
-        meta={'watermark_exclude': ['shop.customers']},
+        meta={
+            'watermark_exclude': ['shop.customers'],
+            'scope_by_orders': {'domain': 'sales', 'awaiting': awaiting},
+        },
     )
 }}
 
@@ -14,8 +19,6 @@
 -- watermark minus the sales lookback): a changed line, a changed order header (restates all
 -- its lines), or a new product version now in effect (restates their cost); and every line
 -- still pointing to an unknown customer or product, until it arrives (re-keyed then).
-{%- set awaiting = 'customer_key = ' ~ unknown_member_key()
-    ~ ' or product_key = ' ~ unknown_member_key() %}
 {%- set scope = incremental_scope('sales', 'order_date', 'order_item_sk', awaiting=awaiting) %}
 -- The current state is computed for the orders the run's changes reach only (scope_order_ids:
 -- their versions are ranked and joined, not the whole history's), then narrowed to the scope.
@@ -53,4 +56,7 @@ live as (  -- noqa: ST03
     where not is_deleted
 )
 
-{{ merge_source('live', changes='current_state', unique_key='order_item_sk') }}
+{{ merge_source(
+    'live', changes='current_state', unique_key='order_item_sk',
+    existing=scope_order_dates('order_date')
+) }}

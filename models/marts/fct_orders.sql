@@ -1,8 +1,12 @@
+{%- set awaiting = 'customer_key = ' ~ unknown_member_key() ~ ' or awaits_product' %}
 {{
     config(
         unique_key='order_id',
         partition_by=['order_date'],
-        meta={'watermark_exclude': ['shop.customers']},
+        meta={
+            'watermark_exclude': ['shop.customers'],
+            'scope_by_orders': {'domain': 'sales', 'awaiting': awaiting},
+        },
     )
 }}
 
@@ -13,7 +17,6 @@
 -- every order whose header or any of whose lines changed after the lower bound, and every
 -- order still pointing to an unknown customer or with a line whose product has not arrived
 -- (its cost incomplete), until it arrives.
-{%- set awaiting = 'customer_key = ' ~ unknown_member_key() ~ ' or awaits_product' %}
 {%- set scope = incremental_scope('sales', 'order_date', 'order_id', awaiting=awaiting) %}
 -- The current state is computed for the orders the run's changes reach only (scope_order_ids),
 -- then narrowed to the scope.
@@ -52,4 +55,7 @@ live as (  -- noqa: ST03
     where not is_deleted
 )
 
-{{ merge_source('live', changes='current_state', unique_key='order_id') }}
+{{ merge_source(
+    'live', changes='current_state', unique_key='order_id',
+    existing=scope_order_dates('order_date')
+) }}

@@ -1,0 +1,33 @@
+{#- The partition predicate of a sales fact's run, on `column` (its order_date): the order
+    dates of every version of every order in the run's scope (scope_order_ids), as literals, or
+    none when every order is in scope or the model is not scoped by orders. Every row the run
+    writes, deletes or matches belongs to one of those orders, and its order date (the table's
+    or the new one) is the date of one of their versions, so the predicate keeps the MERGE
+    exact while Iceberg plans only those partitions' files: merge_source's read of the table
+    and the MERGE's ON clause (guarded_merge_sql) both take it. Literals, not a subquery:
+    Iceberg prunes files at planning time only on predicates it is given as values. The model
+    says it is scoped by orders in its config: meta `scope_by_orders: {domain, awaiting}`. -#}
+{% macro scope_order_dates(column) %}
+    {% if not execute or not is_incremental() %}
+        {{ return(none) }}
+    {% endif %}
+    {% set settings = (config.get('meta') or {}).get('scope_by_orders') %}
+    {% if not settings %}
+        {{ return(none) }}
+    {% endif %}
+    {% set order_ids = scope_order_ids(settings['domain'], awaiting=settings.get('awaiting')) %}
+    {% if order_ids is none %}
+        {{ return(none) }}
+    {% endif %}
+    {% set result = run_query(
+        "select distinct cast(ordered_at as date) as order_date from " ~ source('shop', 'orders')
+        ~ " where ordered_at is not null and order_id in (" ~ order_ids ~ ")") %}
+    {% set dates = [] %}
+    {% for row in result.rows %}
+        {% do dates.append("date'" ~ row[0].isoformat() ~ "'") %}
+    {% endfor %}
+    {% if dates | length == 0 %}
+        {{ return("false") }}
+    {% endif %}
+    {{ return(column ~ " in (" ~ (dates | sort | join(", ")) ~ ")") }}
+{% endmacro %}
