@@ -16,7 +16,8 @@
 {%- set lower_bound = incremental_lower_bound('sales') if backfill_window() is none else none %}
 {%- if lower_bound is not none %}
     {%- set order_ids = "select order_id from " ~ source('shop', 'orders') ~ " where updated_at > " ~ lower_bound
-        ~ " or lower(trim(channel)) not in (select known.channel from " ~ this ~ " as known where known.channel is not null)" %}
+        ~ " union select order_id from " ~ source('shop', 'orders') ~ " where lower(trim(channel)) not in"
+        ~ " (select known.channel from " ~ this ~ " as known where known.channel is not null)" %}
 {%- endif %}
 -- depends_on: {{ ref('stg_shop__orders') }}
 

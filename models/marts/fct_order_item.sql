@@ -24,11 +24,20 @@
 -- their versions are ranked and joined, not the whole history's), then narrowed to the scope.
 -- depends_on: {{ ref('int_order_items__current_state') }}
 
+{%- set order_ids = scope_order_ids('sales', awaiting=awaiting) %}
+
 with
+
+{% if order_ids %}
+    -- the orders this run recomputes, read once and referenced by the current state's subqueries
+    scope_orders as (
+        {{ order_ids }}
+    ),
+{% endif %}
 
 current_state as (
     select * from (
-        {{ order_items_current_state(scope_order_ids('sales', awaiting=awaiting)) }}
+        {{ order_items_current_state('select order_id from scope_orders' if order_ids else none) }}
     ) as line_state
     {% if scope %}
         where {{ scope }}
