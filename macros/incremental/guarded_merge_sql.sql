@@ -8,8 +8,7 @@
       no longer match the table's (schema change: run with --full-refresh);
     - `incremental_predicates` are added to the ON clause to prune the target scan (rule 7),
       and for a model scoped by orders the order dates of its run (scope_order_dates).
-    Only the partitions holding matched or inserted rows are rewritten (copy-on-write). The
-    source is cached first (computed once, not once per pass of the MERGE). -#}
+    Only the partitions holding matched or inserted rows are rewritten (copy-on-write). -#}
 {% macro guarded_merge_sql(target, source, unique_key, incremental_predicates) %}
     {% if unique_key is none or unique_key is not string %}
         {{ exceptions.raise_compiler_error(
@@ -29,10 +28,6 @@
             ~ "select: " ~ missing ~ ", new columns: " ~ extra ~ "; the select must end with "
             ~ "merge_source()). Rebuild it with --full-refresh, or migrate the table first.") }}
     {% endif %}
-    {#- the source (the model's select, a temporary view) computed once: a copy-on-write MERGE
-        reads it once to find the files holding matched rows and again to rewrite them, and
-        without the cache each read evaluates the whole select (every scan of raw it holds) -#}
-    {% do run_query("cache table " ~ source) %}
     {% set guard = (" and DBT_INTERNAL_SOURCE." ~ version_column
         ~ " >= DBT_INTERNAL_DEST." ~ version_column) if version_column else "" %}
     merge into {{ target }} as DBT_INTERNAL_DEST
