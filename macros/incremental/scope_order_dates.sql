@@ -6,8 +6,9 @@
     exact while Iceberg plans only those partitions' files: merge_source's read of the table
     and the MERGE's ON clause (guarded_merge_sql) both take it. Literals, not a subquery:
     Iceberg prunes files at planning time only on predicates it is given as values. The model
-    says it is scoped by orders in its config: meta `scope_by_orders: {domain, awaiting}`. -#}
-{% macro scope_order_dates(column) %}
+    says it is scoped by orders in its config: meta `scope_by_orders: {domain, awaiting}`.
+    `cached`: read the orders from the pre-hook's cached view (cache_scope_orders), once it ran. -#}
+{% macro scope_order_dates(column, cached=false) %}
     {% if not execute or not is_incremental() %}
         {{ return(none) }}
     {% endif %}
@@ -18,6 +19,9 @@
     {% set order_ids = scope_order_ids(settings['domain'], awaiting=settings.get('awaiting')) %}
     {% if order_ids is none %}
         {{ return(none) }}
+    {% endif %}
+    {% if cached %}
+        {% set order_ids = "select order_id from " ~ scope_orders_relation() %}
     {% endif %}
     {% set result = run_query(
         "select distinct cast(ordered_at as date) as order_date from " ~ source('shop', 'orders')

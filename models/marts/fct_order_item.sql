@@ -4,6 +4,7 @@
     config(
         unique_key='order_item_sk',
         partition_by=['order_date'],
+        pre_hook=["{{ cache_scope_orders() }}"],
         meta={
             'watermark_exclude': ['shop.customers'],
             'scope_by_orders': {'domain': 'sales', 'awaiting': awaiting},
@@ -20,7 +21,8 @@
 -- its lines), or a new product version now in effect (restates their cost); and every line
 -- still pointing to an unknown customer or product, until it arrives (re-keyed then).
 {%- set scope = incremental_scope('sales', 'order_date', 'order_item_sk', awaiting=awaiting) %}
--- The current state is computed for the orders the run's changes reach only (scope_order_ids:
+-- The current state is computed for the orders the run's changes reach only (scope_order_ids,
+-- computed once before this select by the pre-hook cache_scope_orders):
 -- their versions are ranked and joined, not the whole history's), then narrowed to the scope.
 -- depends_on: {{ ref('int_order_items__current_state') }}
 
@@ -28,16 +30,11 @@
 
 with
 
-{% if order_ids %}
-    -- the orders this run recomputes, read once and referenced by the current state's subqueries
-    scope_orders as (
-        {{ order_ids }}
-    ),
-{% endif %}
-
 current_state as (
     select * from (
-        {{ order_items_current_state('select order_id from scope_orders' if order_ids else none) }}
+        {{ order_items_current_state(
+            'select order_id from ' ~ scope_orders_relation() if order_ids else none
+        ) }}
     ) as line_state
     {% if scope %}
         where {{ scope }}

@@ -3,6 +3,7 @@
     config(
         unique_key='order_id',
         partition_by=['order_date'],
+        pre_hook=["{{ cache_scope_orders() }}"],
         meta={
             'watermark_exclude': ['shop.customers'],
             'scope_by_orders': {'domain': 'sales', 'awaiting': awaiting},
@@ -18,7 +19,8 @@
 -- order still pointing to an unknown customer or with a line whose product has not arrived
 -- (its cost incomplete), until it arrives.
 {%- set scope = incremental_scope('sales', 'order_date', 'order_id', awaiting=awaiting) %}
--- The current state is computed for the orders the run's changes reach only (scope_order_ids),
+-- The current state is computed for the orders the run's changes reach only (scope_order_ids,
+-- computed once before this select by the pre-hook cache_scope_orders),
 -- then narrowed to the scope.
 -- depends_on: {{ ref('int_orders__current_state') }}
 
@@ -26,16 +28,11 @@
 
 with
 
-{% if order_ids %}
-    -- the orders this run recomputes, read once and referenced by the current state's subqueries
-    scope_orders as (
-        {{ order_ids }}
-    ),
-{% endif %}
-
 current_state as (
     select * from (
-        {{ orders_current_state('select order_id from scope_orders' if order_ids else none) }}
+        {{ orders_current_state(
+            'select order_id from ' ~ scope_orders_relation() if order_ids else none
+        ) }}
     ) as order_state
     {% if scope %}
         where {{ scope }}

@@ -1,0 +1,20 @@
+{#- Pre-hook of a model scoped by orders (meta `scope_by_orders`): computes the run's orders
+    (scope_order_ids) once, into a cached temporary view of this session
+    (scope_orders_relation), which the model's select reads by name. Without it each reference
+    to the scope inside the model's select, and each pass of the copy-on-write MERGE over that
+    select, evaluated the scope's raw scans again (measured at 1M: 24 scans of raw.order_items
+    in one MERGE). Renders nothing when every order is in scope. -#}
+{% macro cache_scope_orders() %}
+    {% if not execute or not is_incremental() %}
+        {{ return('') }}
+    {% endif %}
+    {% set settings = (config.get('meta') or {}).get('scope_by_orders') %}
+    {% if not settings %}
+        {{ return('') }}
+    {% endif %}
+    {% set order_ids = scope_order_ids(settings['domain'], awaiting=settings.get('awaiting')) %}
+    {% if order_ids is none %}
+        {{ return('') }}
+    {% endif %}
+    cache table {{ scope_orders_relation() }} as {{ order_ids }}
+{% endmacro %}
