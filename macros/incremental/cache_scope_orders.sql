@@ -16,5 +16,9 @@
     {% if order_ids is none %}
         {{ return('') }}
     {% endif %}
-    cache table {{ scope_orders_relation() }} as {{ order_ids }}
+    {#- a temporary view replaced each run (a replaced view's cache is dropped), then cached
+        eagerly; `cache table ... as select` would refuse a view that already exists -#}
+    {% set relation = scope_orders_relation() %}
+    {% do run_query("create or replace temporary view " ~ relation ~ " as " ~ order_ids) %}
+    cache table {{ relation }}
 {% endmacro %}

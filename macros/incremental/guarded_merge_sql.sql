@@ -7,7 +7,9 @@
     - explicit column lists taken from the table, and a clear error when the model's columns
       no longer match the table's (schema change: run with --full-refresh);
     - `incremental_predicates` are added to the ON clause to prune the target scan (rule 7),
-      and for a model scoped by orders the order dates of its run (scope_order_dates).
+      and for a model scoped by orders the order dates of its run (scope_order_dates);
+    - with meta `stage_merge_source`, the source is written once to a scratch table before the
+      MERGE (stage_merge_source) instead of being evaluated by each of its passes.
     Only the partitions holding matched or inserted rows are rewritten (copy-on-write). -#}
 {% macro guarded_merge_sql(target, source, unique_key, incremental_predicates) %}
     {% if unique_key is none or unique_key is not string %}
@@ -31,7 +33,7 @@
     {% set guard = (" and DBT_INTERNAL_SOURCE." ~ version_column
         ~ " >= DBT_INTERNAL_DEST." ~ version_column) if version_column else "" %}
     merge into {{ target }} as DBT_INTERNAL_DEST
-    using {{ source }} as DBT_INTERNAL_SOURCE
+    using {{ stage_merge_source(source) }} as DBT_INTERNAL_SOURCE
     on DBT_INTERNAL_SOURCE.{{ unique_key }} = DBT_INTERNAL_DEST.{{ unique_key }}
     {%- for predicate in incremental_predicates or [] %}
         and ({{ predicate }})

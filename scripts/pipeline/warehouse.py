@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pipeline.engine import Sql
 
-SCHEMAS = ("raw", "reference", "staging", "marts", "audit", "control", "dual_run")
+SCHEMAS = ("raw", "reference", "staging", "marts", "audit", "control", "dual_run", "scratch")
 
 
 def reset(spark: Sql, keep: tuple[str, ...] = ()) -> None:
