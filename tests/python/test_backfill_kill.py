@@ -22,13 +22,17 @@ import time
 from pathlib import Path
 
 HARNESS = Path(__file__).with_name("kill_harness.py")
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 TIMEOUT_S = 600
 
 
 def _env(state: Path) -> dict[str, str]:
-    # a dbt target folder of its own: the test session's in-process dbt owns the project's target/
+    # a dbt target folder of its own: the test session's in-process dbt owns the project's target/;
+    # `python -m pipeline.cli` imports this checkout's scripts/, as the harness and the test do
+    # (not whichever checkout the environment's editable install points at)
+    path = os.pathsep.join(p for p in (str(SCRIPTS), os.environ.get("PYTHONPATH")) if p)
     return {**os.environ, "PIPELINE_STATE_DIR": str(state), "DBT_TARGET_PATH": str(state.parent / "target"),
-            "PYTHONUNBUFFERED": "1"}
+            "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
 
 
 def _kill_on_line(command: list[str], env: dict[str, str], pattern: str) -> tuple[str, str]:

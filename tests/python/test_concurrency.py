@@ -17,6 +17,7 @@ import pytest
 
 from helpers import order, write_parquet
 
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 HOLD = ("import sys, time; from pathlib import Path; from pipeline.spark import lock_warehouse;"
         " lock_warehouse(Path(sys.argv[1])); print('held', flush=True); time.sleep(120)")
 TRY = ("import sys; from pathlib import Path; from pipeline.spark import lock_warehouse, WarehouseBusy\n"
@@ -24,8 +25,15 @@ TRY = ("import sys; from pathlib import Path; from pipeline.spark import lock_wa
        "    print(error); sys.exit(3)\nprint('acquired')")
 
 
+def _env(**extra: str) -> dict[str, str]:
+    """The subprocesses import this checkout's scripts/, as the test does (not whichever checkout
+    the environment's editable install points at)."""
+    path = os.pathsep.join(p for p in (str(SCRIPTS), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path, **extra}
+
+
 def _pipeline(state: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PIPELINE_STATE_DIR": str(state), "DBT_TARGET_PATH": str(state / "target-other")}
+    env = _env(PIPELINE_STATE_DIR=str(state), DBT_TARGET_PATH=str(state / "target-other"))
     return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], env=env, capture_output=True, text=True,
                           timeout=120)
 
@@ -50,13 +58,16 @@ def test_a_second_process_on_the_embedded_warehouse_is_refused_before_it_writes(
 
 def test_a_killed_holder_leaves_no_lock(tmp_path: Path):
     state = tmp_path / "state"
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(state)], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(state)], stdout=subprocess.PIPE, text=True,
+                              env=_env())
     try:
         assert holder.stdout.readline().strip() == "held"  # type: ignore[union-attr]
-        busy = subprocess.run([sys.executable, "-c", TRY, str(state)], capture_output=True, text=True, timeout=60)
+        busy = subprocess.run([sys.executable, "-c", TRY, str(state)], capture_output=True, text=True, timeout=60,
+                              env=_env())
         assert busy.returncode == 3 and f"in use by process {holder.pid}" in busy.stdout, busy.stdout + busy.stderr
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait(timeout=30)
-    after = subprocess.run([sys.executable, "-c", TRY, str(state)], capture_output=True, text=True, timeout=60)
+    after = subprocess.run([sys.executable, "-c", TRY, str(state)], capture_output=True, text=True, timeout=60,
+                           env=_env())
     assert after.returncode == 0 and after.stdout.strip() == "acquired", after.stdout + after.stderr
