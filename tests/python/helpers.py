@@ -101,3 +101,30 @@ class Warehouse:
         for row in self.rows(f"select partition, file_path from {table}.files"):
             found.setdefault(tuple(row.partition), set()).add(row.file_path)
         return found
+
+    # -- sharing one built warehouse between tests -------------------------------------------
+    def iceberg_tables(self) -> list[str]:
+        """Every Iceberg table of the project's schemas (views and temporary views left out)."""
+        return [f"{schema}.{t.name}" for schema in warehouse.SCHEMAS if self.spark.catalog.databaseExists(schema)
+                for t in self.spark.catalog.listTables(schema) if t.tableType != "VIEW" and not t.isTemporary]
+
+    def checkpoint(self) -> dict[str, str]:
+        """Every Iceberg table's current metadata file, for `restore` after a test changed them."""
+        return {name: self.rows(f"select file from {name}.metadata_log_entries order by timestamp desc limit 1")[0].file
+                for name in self.iceberg_tables()}
+
+    def restore(self, checkpoint: dict[str, str]) -> None:
+        """Put every Iceberg table back exactly as `checkpoint` found it, instead of building the
+        warehouse again: the tables created since are dropped with their files, and every table
+        of the checkpoint is dropped (without purge: the checkpoint's snapshots still use its
+        files) and registered again from the metadata file it had then. An Iceberg metadata file
+        is the whole table: snapshots and their history, branches, schema, properties; a table
+        dropped or recreated (`dbt run --full-refresh`) since comes back as well. Files written
+        since are left unreferenced in the test's temporary folder. Views need nothing: dbt
+        creates them with the same SQL on every run."""
+        self.spark.conf.unset("spark.wap.branch")
+        for name in set(self.iceberg_tables()) - set(checkpoint):
+            self.spark.sql(f"drop table {name} purge")
+        for name, metadata_file in checkpoint.items():
+            self.spark.sql(f"drop table if exists {name}")
+            self.spark.sql(f"call spark_catalog.system.register_table(table => '{name}', metadata_file => '{metadata_file}')")

@@ -13,9 +13,10 @@ def naive(text: str):
     return ts(text).replace(tzinfo=None)
 
 
-@pytest.fixture
-def base(warehouse: Warehouse) -> Warehouse:
+@pytest.fixture(scope="module")
+def built_once(spark, dbt, tmp_path_factory) -> tuple[Warehouse, dict[str, str]]:
     """Two orders; after the build the watermark is 2025-01-10 10:00 (window from 01-07 10:00)."""
+    warehouse = Warehouse.empty(spark, dbt, tmp_path_factory.mktemp("watermark"))
     warehouse.land(
         customers=[customer(1, "2024-12-01 00:00")],
         products=[product(1, "2024-12-01 00:00", unit_cost="5.00")],
@@ -23,8 +24,17 @@ def base(warehouse: Warehouse) -> Warehouse:
         order_items=[item(101, 1, "2025-01-02 10:00", quantity=2), item(102, 1, "2025-01-10 10:00")],
     )
     warehouse.dbt_run()
+    return warehouse, warehouse.checkpoint()
+
+
+@pytest.fixture
+def base(built_once) -> Warehouse:
+    """The module's built warehouse, exactly as its build left it (every test's changes are
+    undone after it: `Warehouse.restore`)."""
+    warehouse, checkpoint = built_once
     assert warehouse.watermark("fct_order_item") == naive("2025-01-10 10:00")
-    return warehouse
+    yield warehouse
+    warehouse.restore(checkpoint)
 
 
 def test_failing_model_leaves_watermark_and_table_unchanged(base: Warehouse):
@@ -59,8 +69,10 @@ def test_version_older_than_the_window_is_reported_as_a_silent_miss(base: Wareho
     base.land(order_items=[item(101, 1, "2025-01-05 00:00", quantity=9), item(101, 2, "2025-01-04 00:00")])
     base.dbt_run()
     assert base.fact_lines()[(101, 1)].quantity == 2
-    results = {r.name.split("_fct_")[0]: r for r in base.dbt.invoke("test", "--select", "fct_order_item", check=False)
-               if r.resource_type == "test"}
+    results = {r.name.split("_fct_")[0]: r for r in base.dbt.invoke(
+        "test", "--select", "test_name:no_unloaded_changes,fct_order_item",
+        "test_name:reconcile_daily_totals,fct_order_item", check=False) if r.resource_type == "test"}
+    assert set(results) == {"no_unloaded_changes", "reconcile_daily_totals"}
     assert results["no_unloaded_changes"].status == "fail"
     assert results["no_unloaded_changes"].failures == 2
     assert results["reconcile_daily_totals"].status == "fail"
