@@ -52,6 +52,20 @@ def write_parquet(path: Path, table: str, rows: list[dict]) -> Path:
     return path
 
 
+def empty_warehouse(spark, keep: tuple[str, ...] = ("reference",)) -> None:
+    """`warehouse.reset` for the tests: the same tables and views dropped, but without `purge`.
+    An Iceberg `drop table ... purge` runs Spark jobs that read every manifest of the table's
+    history to delete its files (seconds a table); the tests' warehouse lives in a temporary
+    folder, so the dropped tables' files are simply left there, unreferenced. (warehouse.reset
+    itself is what the main job runs: test_main_job.)"""
+    for schema in warehouse.SCHEMAS:
+        if schema in keep or not spark.catalog.databaseExists(schema):
+            continue
+        for table in spark.catalog.listTables(schema):
+            if not table.isTemporary:
+                spark.sql(f"drop {'view' if table.tableType == 'VIEW' else 'table'} if exists {schema}.{table.name}")
+
+
 @dataclass
 class Warehouse:
     spark: object
@@ -62,7 +76,7 @@ class Warehouse:
     def empty(cls, spark, dbt, files: Path) -> "Warehouse":
         """No tables but the reference seeds (`dbt run` does not load seeds; they are static, so
         they are kept from one test to the next rather than loaded again)."""
-        warehouse.reset(spark, keep=("reference",))
+        empty_warehouse(spark)
         if not spark.catalog.tableExists("reference.channels"):
             dbt.invoke("seed")
         return cls(spark, dbt, files)

@@ -20,8 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from helpers import Warehouse, customer, item, order, product, ts, write_parquet
-from pipeline import contract, warehouse
+from helpers import Warehouse, customer, empty_warehouse, item, order, product, ts, write_parquet
+from pipeline import contract
 from pipeline.land import LandingError, land
 
 ORDERS_HEADER = "order_id,customer_id,channel,status,ordered_at,updated_at,is_deleted\n"
@@ -91,7 +91,7 @@ FILE_CASES = {
 
 @pytest.mark.parametrize("case", sorted(FILE_CASES))
 def test_a_bad_file_is_refused_by_name_and_nothing_of_its_batch_is_appended(spark, tmp_path: Path, case: str):
-    warehouse.reset(spark, keep=("reference",))
+    empty_warehouse(spark)
     make, message = FILE_CASES[case]
     good = write_parquet(tmp_path / "good" / "customers.parquet", "customers", [customer(1, "2025-01-01 00:00")])
     (tmp_path / "bad").mkdir()

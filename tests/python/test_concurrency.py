@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import order, write_parquet
+from helpers import empty_warehouse, order, write_parquet
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 HOLD = ("import sys, time; from pathlib import Path; from pipeline.spark import lock_warehouse;"
@@ -45,9 +45,7 @@ def _pipeline(state: Path, *args: str) -> subprocess.CompletedProcess:
 ])
 def test_a_second_process_on_the_embedded_warehouse_is_refused_before_it_writes(spark, state_dir: Path,
                                                                                 tmp_path: Path, command):
-    from pipeline import warehouse
-
-    warehouse.reset(spark, keep=("reference",))
+    empty_warehouse(spark)
     file = write_parquet(tmp_path / "orders.parquet", "orders", [order(1, "2025-01-01 10:00")])
     done = _pipeline(state_dir, *[part.format(file=file) for part in command])
     assert done.returncode == 2, done.stdout + done.stderr

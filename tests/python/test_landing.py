@@ -8,15 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from helpers import order, write_parquet
-from pipeline import warehouse
+from helpers import empty_warehouse, order, write_parquet
 from pipeline.cli import main as cli
 from pipeline.land import LandingError, land
 
 
 @pytest.fixture
 def spark_empty(spark):
-    warehouse.reset(spark, keep=("reference",))
+    empty_warehouse(spark)
     return spark
 
 
