@@ -191,7 +191,7 @@ class _Child:
         return done
 
     def verify(self) -> dict:
-        from pipeline import iceberg
+        from pipeline import iceberg, paths
         from pipeline.backfill.control import Control
 
         report = {"lost": 0, "duplicated": 0, "duplicate_keys": 0}
@@ -204,8 +204,11 @@ class _Child:
             report["duplicated"] += sum((actual - expected).values())
             report["duplicate_keys"] += self.spark.sql(
                 f"select count(*) - count(distinct {key}) from {fact}").collect()[0][0]
+        # the greatest update time a run may load: versions further ahead of their landing than
+        # the clock-skew tolerance are quarantined (quarantine_reason), not loaded
+        skew = int(paths.project_var("clock_skew_tolerance_minutes"))
         greatest = self.spark.sql(" union all ".join(
-            f"select max(updated_at) as t from raw.{t} where updated_at <= _loaded_at + interval 1 hour"
+            f"select max(updated_at) as t from raw.{t} where updated_at <= _loaded_at + interval {skew} minutes"
             for t in ("orders", "order_items", "customers", "products"))).agg({"t": "max"}).collect()[0][0]
         report["watermarks_above_landed"] = sorted(
             name for name, mark in iceberg.watermarks(self.spark).items() if mark > greatest)

@@ -26,6 +26,16 @@ def target_dir() -> Path:
     return path if path.is_absolute() else PROJECT_DIR / path
 
 
+def project_var(name: str) -> object:
+    """The default of dbt var `name` in dbt_project.yml (what a run without --vars uses)."""
+    import yaml  # dbt's own dependency
+
+    variables = yaml.safe_load((PROJECT_DIR / "dbt_project.yml").read_text()).get("vars") or {}
+    if name not in variables:
+        raise KeyError(f"dbt_project.yml: no var {name!r}")
+    return variables[name]
+
+
 def export_environment() -> None:
     """Pin the environment variables the profile reads to absolute paths.
 
