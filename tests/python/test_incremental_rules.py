@@ -16,9 +16,11 @@ Then the same run again with no new data, then a full refresh.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
@@ -50,6 +52,8 @@ class Scenario:
     build_results: list = field(default_factory=list)
     tables_after: dict = field(default_factory=dict)
     rerun_change: dict = field(default_factory=dict)  # table -> summary of a new snapshot, if any
+    merge_sql: dict = field(default_factory=dict)  # fact -> the MERGE its incremental run executed
+    scratch_after: list = field(default_factory=list)
     tables_after_rerun: dict = field(default_factory=dict)
     watermark_after_rerun: object = None
     tables_after_full_refresh: dict = field(default_factory=dict)
@@ -103,6 +107,10 @@ def scenario(spark, dbt, tmp_path_factory) -> Scenario:
         order_items=[correction_105],
     )
     s.build_results = wh.dbt_build()
+    # dbt writes each node's executed statement (the MERGE, for an incremental run) under target/run
+    run_folder = Path(os.environ["DBT_TARGET_PATH"]) / "run" / "backfill_safe" / "models" / "marts"
+    s.merge_sql = {fact: (run_folder / f"{fact}.sql").read_text() for fact in ("fct_order_item", "fct_orders")}
+    s.scratch_after = wh.rows("show tables in scratch") if spark.catalog.databaseExists("scratch") else []
     s.after = wh.fact_lines()
     s.orders_after = {r.order_id: r for r in wh.rows("select * from marts.fct_orders")}
     s.dim_product = wh.rows("select * from marts.dim_product order by product_id, valid_from")
@@ -191,6 +199,14 @@ def test_merge_rewrites_only_the_partitions_of_changed_rows(scenario):
     for untouched in [(date(2025, 1, 1),), (date(2025, 1, 7),)]:
         assert scenario.files_after[untouched] == scenario.files_before[untouched]
     assert scenario.fact_change.snapshots == 1
+
+
+def test_facts_merge_from_a_staged_source_dropped_after_the_merge(scenario):
+    # the MERGE reads a table written once (not the select, evaluated again by each MERGE pass),
+    # and the post-hook leaves no scratch table behind
+    for fact, sql in scenario.merge_sql.items():
+        assert f"using scratch.{fact}__merge_source_" in sql, sql
+    assert scenario.scratch_after == []
 
 
 def test_changelog_counts_match_the_cases(scenario):
