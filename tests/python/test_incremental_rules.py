@@ -110,7 +110,8 @@ def scenario(spark, dbt, tmp_path_factory) -> Scenario:
     # dbt writes each node's executed statement (the MERGE, for an incremental run) under target/run
     run_folder = Path(os.environ["DBT_TARGET_PATH"]) / "run" / "backfill_safe" / "models" / "marts"
     s.merge_sql = {fact: (run_folder / f"{fact}.sql").read_text() for fact in ("fct_order_item", "fct_orders")}
-    s.scratch_after = wh.rows("show tables in scratch") if spark.catalog.databaseExists("scratch") else []
+    s.scratch_after = [row.tableName for row in wh.rows("show tables in scratch") if not row.isTemporary] \
+        if spark.catalog.databaseExists("scratch") else []
     s.after = wh.fact_lines()
     s.orders_after = {r.order_id: r for r in wh.rows("select * from marts.fct_orders")}
     s.dim_product = wh.rows("select * from marts.dim_product order by product_id, valid_from")
