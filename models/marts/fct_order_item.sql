@@ -24,8 +24,8 @@
 -- still pointing to an unknown customer or product, until it arrives (re-keyed then).
 {%- set scope = incremental_scope('sales', 'order_date', 'order_item_sk', awaiting=awaiting) %}
 -- The current state is computed for the orders the run's changes reach only (scope_order_ids,
--- computed once before this select by the pre-hook cache_scope_orders):
--- their versions are ranked and joined, not the whole history's), then narrowed to the scope.
+-- computed once before this select by the pre-hook cache_scope_orders): their versions are
+-- ranked and joined, not the whole history's, then narrowed to the scope.
 -- depends_on: {{ ref('int_order_items__current_state') }}
 
 {%- set order_ids = scope_order_ids('sales', awaiting=awaiting) %}
