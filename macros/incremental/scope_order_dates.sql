@@ -23,12 +23,19 @@
     {% if cached %}
         {% set order_ids = "select order_id from " ~ scope_orders_relation() %}
     {% endif %}
+    {#- as text: the embedded engine returns dates, the Thrift Server strings -#}
     {% set result = run_query(
-        "select distinct cast(ordered_at as date) as order_date from " ~ source('shop', 'orders')
+        "select distinct date_format(ordered_at, 'yyyy-MM-dd') as order_date from "
+        ~ source('shop', 'orders')
         ~ " where ordered_at is not null and order_id in (" ~ order_ids ~ ")") %}
     {% set dates = [] %}
     {% for row in result.rows %}
-        {% do dates.append("date'" ~ row[0].isoformat() ~ "'") %}
+        {% set text = row[0] | string %}
+        {% if not modules.re.fullmatch('[0-9]{4}-[0-9]{2}-[0-9]{2}', text) %}
+            {{ exceptions.raise_compiler_error(
+                "model " ~ this ~ ": shop.orders.ordered_at gave an order date " ~ text) }}
+        {% endif %}
+        {% do dates.append("date'" ~ text ~ "'") %}
     {% endfor %}
     {% if dates | length == 0 %}
         {{ return("false") }}
