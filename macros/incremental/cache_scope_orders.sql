@@ -19,6 +19,9 @@
     {#- a temporary view replaced each run (a replaced view's cache is dropped), then cached
         eagerly; `cache table ... as select` would refuse a view that already exists -#}
     {% set relation = scope_orders_relation() %}
-    {% do run_query("create or replace temporary view " ~ relation ~ " as " ~ order_ids) %}
+    {#- a statement, not run_query: DDL returns no rows, which run_query fails on through Thrift -#}
+    {% call statement('create_scope_orders_view', fetch_result=false) %}
+        create or replace temporary view {{ relation }} as {{ order_ids }}
+    {% endcall %}
     cache table {{ relation }}
 {% endmacro %}

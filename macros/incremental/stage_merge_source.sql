@@ -11,9 +11,16 @@
         {{ return(source) }}
     {% endif %}
     {% set staged = staged_merge_source_relation() %}
-    {% do run_query("create schema if not exists " ~ staged.split('.')[0]) %}
-    {% do run_query("drop table if exists " ~ staged) %}
-    {% do run_query("create table " ~ staged ~ " using parquet as select * from " ~ source) %}
+    {#- statements, not run_query: DDL returns no rows, which run_query fails on through Thrift -#}
+    {% call statement('create_scratch_schema', fetch_result=false) %}
+        create schema if not exists {{ staged.split('.')[0] }}
+    {% endcall %}
+    {% call statement('drop_staged_merge_source', fetch_result=false) %}
+        drop table if exists {{ staged }}
+    {% endcall %}
+    {% call statement('stage_merge_source', fetch_result=false) %}
+        create table {{ staged }} using parquet as select * from {{ source }}
+    {% endcall %}
     {{ return(staged) }}
 {% endmacro %}
 
