@@ -16,7 +16,7 @@
     {% if not execute or backfill_window() is not none or var('dual_run_model', none) is not none %}
         {{ return('') }}
     {% endif %}
-    {% set excluded = (config.get('meta') or {}).get('watermark_exclude') or [] %}
+    {% set excluded = model_meta('watermark_exclude') or [] %}
     {% set source_ids = [] %}
     {% for source_id in upstream_sources(model.unique_id) %}
         {% set src = graph.sources[source_id] %}

@@ -12,7 +12,7 @@
     {% if not execute or not is_incremental() %}
         {{ return(none) }}
     {% endif %}
-    {% set settings = (config.get('meta') or {}).get('scope_by_orders') %}
+    {% set settings = model_meta('scope_by_orders') %}
     {% if not settings %}
         {{ return(none) }}
     {% endif %}

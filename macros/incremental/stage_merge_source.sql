@@ -7,7 +7,7 @@
     Parquet, not Iceberg: the table is scratch, never branched, never versioned.
     Returns the relation the MERGE reads: `source` itself when the model does not ask for it. -#}
 {% macro stage_merge_source(source) %}
-    {% if not (config.get('meta') or {}).get('stage_merge_source', false) %}
+    {% if not model_meta('stage_merge_source', false) %}
         {{ return(source) }}
     {% endif %}
     {% set staged = staged_merge_source_relation() %}
@@ -37,7 +37,7 @@
     {% if not execute or not is_incremental() %}
         {{ return('') }}
     {% endif %}
-    {% if not (config.get('meta') or {}).get('stage_merge_source', false) %}
+    {% if not model_meta('stage_merge_source', false) %}
         {{ return('') }}
     {% endif %}
     drop table if exists {{ staged_merge_source_relation() }}
