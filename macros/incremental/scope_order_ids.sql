@@ -37,15 +37,23 @@
     {% if lower_bound is none %}
         {{ return(none) }}
     {% endif %}
+    {#- The product branch reads the product_id of every version of every line (order_id is
+        not clustered, nothing to prune), so it is left out when no product version was updated
+        after the lower bound (the usual day: the products are few and read in one pruned scan;
+        at 1M lines the branch read 1.78M rows to find none). -#}
+    {% set changed_products %}
+        select product_id from {{ source('shop', 'products') }} where updated_at > {{ lower_bound }}
+    {% endset %}
+    {% set product_changed = run_query(changed_products ~ " limit 1").rows | length > 0 %}
     {% set changed %}
         select order_id from {{ order_items }} where updated_at > {{ lower_bound }}
         union
         select order_id from {{ orders }} where updated_at > {{ lower_bound }}
+        {%- if product_changed %}
         union
         select order_id from {{ order_items }}
-        where product_id in (
-            select product_id from {{ source('shop', 'products') }} where updated_at > {{ lower_bound }}
-        )
+        where product_id in ({{ changed_products }})
+        {%- endif %}
         {%- if awaiting %}
         union
         select order_id from {{ this }} where {{ awaiting }}

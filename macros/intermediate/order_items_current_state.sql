@@ -3,15 +3,15 @@
     `is_deleted` when the line, its order, or the order's arrival says it must not be in the
     fact. int_order_items__current_state is this macro for every order; fct_order_item inlines
     it for the orders of a run's scope only (`order_ids`, a SQL subquery of order_id): the
-    lines of those orders, their orders, every version of the products and the customers any
-    version of them names. Each key in scope reads all its versions, so its row is the one the
-    unrestricted state holds. -#}
+    lines of those orders, their orders and the customers any version of them names. Each key
+    in scope reads all its versions, so its row is the one the unrestricted state holds.
+    Product versions are not restricted: the catalog's versions are few next to the order
+    lines, and restricting them to the products of the lines in scope cost a second scan of
+    every version of every order line (measured at 1M lines: 1.78M rows read to narrow 5k
+    product versions); the join to the lines keeps only theirs. -#}
 {% macro order_items_current_state(order_ids=none) %}
-{%- set product_ids = none -%}
 {%- set customer_ids = none -%}
 {%- if order_ids -%}
-    {%- set product_ids = "select product_id from " ~ source('shop', 'order_items')
-        ~ " where order_id in (" ~ order_ids ~ ")" -%}
     {%- set customer_ids = "select customer_id from " ~ source('shop', 'orders')
         ~ " where order_id in (" ~ order_ids ~ ")" -%}
 {%- endif %}
@@ -26,7 +26,7 @@
     ),
 
     line_product_versions as (
-        {{ staged_product_versions(product_ids) }}
+        {{ staged_product_versions() }}
     ),
 
     -- customers that arrived (deleted ones included: the dimension keeps them)
