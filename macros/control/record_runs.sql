@@ -3,7 +3,9 @@
     and end of its execution, the backfill window (null here), the watermark before and after
     and its lag behind the clock, and, for a table that ran, the snapshots it committed during
     its execution with their summary figures (added/deleted records and data files, changed
-    partitions; snapshots on any branch). Cost per invocation: one metadata query over the
+    partitions; snapshots on any branch). Deleted records are the rows that left the table:
+    the rows of rewritten files (copy-on-write) plus position and equality deletes
+    (merge-on-read), as pipeline.iceberg.deleted_records counts them. Cost per invocation: one metadata query over the
     tables that ran, one read of the watermarks, one append of constant rows. A backfill's
     windows are recorded by the runner instead (`pipeline.backfill`), off their critical path:
     this renders nothing under backfill vars, nor for the scratch build of a dual-run
@@ -29,7 +31,7 @@
                 {% do figure_queries.append(
                     "select '" ~ validated_identifier(run.node.name) ~ "' as model_name, count(*),"
                     ~ " sum(cast(summary['added-records'] as bigint)),"
-                    ~ " sum(cast(summary['deleted-records'] as bigint)),"
+                    ~ " sum(" ~ deleted_records_figure('summary') ~ "),"
                     ~ " sum(cast(summary['added-data-files'] as bigint)),"
                     ~ " sum(cast(summary['deleted-data-files'] as bigint)),"
                     ~ " sum(cast(summary['changed-partition-count'] as bigint))"

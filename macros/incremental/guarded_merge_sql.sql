@@ -8,9 +8,12 @@
       no longer match the table's (schema change: run with --full-refresh);
     - `incremental_predicates` are added to the ON clause to prune the target scan (rule 7),
       and for a model scoped by orders the order dates of its run (scope_order_dates);
-    - with meta `stage_merge_source`, the source is written once to a scratch table before the
-      MERGE (stage_merge_source) instead of being evaluated by each of its passes.
-    Only the partitions holding matched or inserted rows are rewritten (copy-on-write). -#}
+    - with meta `stage_merge_source` (every mart), the source is written once to a scratch
+      table before the MERGE (stage_merge_source) instead of being evaluated by each of its
+      passes; when it holds no row (no row of the table changes: a dimension on most days, any
+      rerun) no MERGE runs at all, so the run commits no empty snapshot.
+    The marts are merge-on-read: the MERGE adds the changed rows and position deletes, only in
+    the partitions of matched or inserted rows. -#}
 {% macro guarded_merge_sql(target, source, unique_key, incremental_predicates) %}
     {% if unique_key is none or unique_key is not string %}
         {{ exceptions.raise_compiler_error(
@@ -30,10 +33,17 @@
             ~ "select: " ~ missing ~ ", new columns: " ~ extra ~ "; the select must end with "
             ~ "merge_source()). Rebuild it with --full-refresh, or migrate the table first.") }}
     {% endif %}
+    {% set merge_from = stage_merge_source(source) %}
+    {% if merge_from != source %}
+        {% if run_query("select 1 from " ~ merge_from ~ " limit 1").rows | length == 0 %}
+            {#- the main statement must be one: a select that reads and writes nothing -#}
+            {{ return("select 'nothing to merge' as merge_skipped") }}
+        {% endif %}
+    {% endif %}
     {% set guard = (" and DBT_INTERNAL_SOURCE." ~ version_column
         ~ " >= DBT_INTERNAL_DEST." ~ version_column) if version_column else "" %}
     merge into {{ target }} as DBT_INTERNAL_DEST
-    using {{ stage_merge_source(source) }} as DBT_INTERNAL_SOURCE
+    using {{ merge_from }} as DBT_INTERNAL_SOURCE
     on DBT_INTERNAL_SOURCE.{{ unique_key }} = DBT_INTERNAL_DEST.{{ unique_key }}
     {%- for predicate in incremental_predicates or [] %}
         and ({{ predicate }})

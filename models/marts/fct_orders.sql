@@ -4,10 +4,8 @@
         unique_key='order_id',
         partition_by=['order_date'],
         pre_hook=["{{ cache_scope_orders() }}"],
-        post_hook=["{{ drop_staged_merge_source() }}"],
         meta={
             'watermark_exclude': ['shop.customers'],
-            'stage_merge_source': true,
             'scope_by_orders': {'domain': 'sales', 'awaiting': awaiting},
         },
     )

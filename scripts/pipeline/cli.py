@@ -192,11 +192,13 @@ def _maintain_command(args: argparse.Namespace) -> int:
         console.print(f"[red]refused:[/] {error}")
         return 2
     table = Table(title="maintenance")
-    for column in ("table", "files before", "files after", "rewritten", "snapshots expired", "note"):
+    for column in ("table", "data files before", "after", "rewritten", "delete files before", "after",
+                   "snapshots expired", "note"):
         table.add_column(column)
     for r in results:
         note = r.skipped or (f"kept snapshots for rollback of {r.kept_for_rollback}" if r.kept_for_rollback else "")
-        table.add_row(r.table, str(r.files_before), str(r.files_after), str(r.rewritten_files), str(r.expired_snapshots), note)
+        table.add_row(r.table, str(r.files_before), str(r.files_after), str(r.rewritten_files),
+                      str(r.delete_files_before), str(r.delete_files_after), str(r.expired_snapshots), note)
     console.print(table)
     return 0
 

@@ -1,10 +1,15 @@
-"""Table maintenance: compact small files, expire old snapshots, and keep every backfill reversible.
+"""Table maintenance: compact small files, apply delete files, expire old snapshots, and keep
+every backfill reversible.
 
-Landing appends a file per batch and every MERGE rewrites files, so tables collect small files
-(31 landed days of `raw.order_items` are 120 files); each scan pays per file. Compaction
-(`rewrite_data_files`, bin-pack) rewrites them into few files in a `replace` snapshot: same
-rows, other files. Expiry (`expire_snapshots`) drops snapshots older than the retention and
-the files only they reference.
+Landing appends a file per batch and every MERGE adds files, so tables collect small files
+(31 landed days of `raw.order_items` are 120 files); each scan pays per file. The marts MERGE in
+merge-on-read mode: a MERGE adds the changed rows and position-delete files, which every reader
+applies until the data files they point at are rewritten. Compaction (`rewrite_data_files`,
+bin-pack) rewrites small files into few, and every data file that has a delete file (option
+`delete-file-threshold` 1), then, while delete files remain, rewrites them
+(`rewrite_position_delete_files`), which drops the ones left pointing at no live data file:
+each a `replace` snapshot, same rows, other files. Expiry
+(`expire_snapshots`) drops snapshots older than the retention and the files only they reference.
 
 What is never done:
 - a table held by a running backfill is left alone (a commit to its main would make the
@@ -30,9 +35,11 @@ DEFAULT_SCHEMAS = ("raw", "marts")
 class TableMaintenance:
     table: str
     skipped: str | None = None  # why nothing was done
-    files_before: int = 0
+    files_before: int = 0  # data files
     files_after: int = 0
     rewritten_files: int = 0
+    delete_files_before: int = 0  # position/equality delete files readers apply
+    delete_files_after: int = 0
     expired_snapshots: int = 0
     kept_for_rollback: str | None = None  # the run whose rollback shortened the retention
 
@@ -71,8 +78,11 @@ def _backfill_holds(spark: Sql) -> tuple[dict[str, str], dict[str, tuple[str, in
     return held, reversible
 
 
-def _file_count(spark: Sql, table: str) -> int:
-    return int(spark.sql(f"select count(*) from {table}.files").collect()[0][0])
+def _file_counts(spark: Sql, table: str) -> tuple[int, int]:
+    """(data files, delete files) of the table's current snapshot."""
+    row = spark.sql(f"select count_if(content = 0) as data_files, count_if(content <> 0) as delete_files "
+                    f"from {table}.files").collect()[0]
+    return int(row.data_files or 0), int(row.delete_files or 0)
 
 
 def maintain(spark: Sql, tables: list[str] | None = None, compact: bool = True,
@@ -91,12 +101,20 @@ def maintain(spark: Sql, tables: list[str] | None = None, compact: bool = True,
         if table in held:
             results.append(TableMaintenance(table, skipped=f"held by running backfill {held[table]}"))
             continue
-        before = _file_count(spark, table)
+        before, deletes_before = _file_counts(spark, table)
         rewritten = 0
         if compact:
+            # small files in groups of two or more, and every data file with a delete file
             row = spark.sql(f"call spark_catalog.system.rewrite_data_files(table => '{table}', "
-                            "options => map('min-input-files', '2'))").collect()[0]
+                            "options => map('min-input-files', '2', 'delete-file-threshold', '1'))").collect()[0]
             rewritten = int(row.rewritten_data_files_count)
+            if _file_counts(spark, table)[1]:
+                # the rewritten files keep the sequence number the rewrite started at, so the
+                # delete files stay live though their data files are gone ("dangling deletes":
+                # option remove-dangling-deletes removed none here); rewriting the delete files
+                # drops every position that points at no live data file
+                spark.sql(f"call spark_catalog.system.rewrite_position_delete_files(table => '{table}', "
+                          "options => map('rewrite-all', 'true'))").collect()
         expired, kept_for = 0, None
         if expire_older_than is not None:
             cutoff = ((now or datetime.now(UTC)) - expire_older_than).strftime("%Y-%m-%d %H:%M:%S.%f")
@@ -112,5 +130,8 @@ def maintain(spark: Sql, tables: list[str] | None = None, compact: bool = True,
                             f"older_than => timestamp '{cutoff}', retain_last => {int(retain_last)})").collect()[0]
             # the procedure reports files; each expired snapshot had exactly one manifest list
             expired = int(row.asDict().get("deleted_manifest_lists_count", 0) or 0)
-        results.append(TableMaintenance(table, None, before, _file_count(spark, table), rewritten, expired, kept_for))
+        after, deletes_after = _file_counts(spark, table)
+        results.append(TableMaintenance(table, files_before=before, files_after=after, rewritten_files=rewritten,
+                                        delete_files_before=deletes_before, delete_files_after=deletes_after,
+                                        expired_snapshots=expired, kept_for_rollback=kept_for))
     return results

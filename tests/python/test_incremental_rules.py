@@ -202,6 +202,15 @@ def test_merge_rewrites_only_the_partitions_of_changed_rows(scenario):
     assert scenario.fact_change.snapshots == 1
 
 
+def test_merge_writes_only_the_changed_rows_and_deletes_the_old_ones_by_position(scenario):
+    # merge-on-read: the MERGE adds the new versions of the changed rows and position deletes of
+    # their old versions and of the deleted rows; no data file holding an untouched row is
+    # rewritten (copy-on-write would add and delete every row of each touched file)
+    change = scenario.fact_change
+    assert change.added_records == change.inserted + change.updated == 6
+    assert change.deleted_records == change.updated + change.deleted == 8
+
+
 def test_facts_merge_from_a_staged_source_dropped_after_the_merge(scenario):
     # the MERGE reads a table written once (not the select, evaluated again by each MERGE pass),
     # and the post-hook leaves no scratch table behind

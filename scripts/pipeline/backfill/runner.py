@@ -465,10 +465,11 @@ class Backfill:
                     break
                 if snapshot.committed_us <= until:
                     totals["snapshots"] += 1
-                    for name, key in (("added", "added-records"), ("deleted", "deleted-records"),
-                                      ("added_files", "added-data-files"), ("removed_files", "deleted-data-files"),
+                    for name, key in (("added", "added-records"), ("added_files", "added-data-files"),
+                                      ("removed_files", "deleted-data-files"),
                                       ("changed_partitions", "changed-partition-count")):
                         totals[name] += int(snapshot.summary.get(key, 0) or 0)
+                    totals["deleted"] += iceberg.deleted_records(snapshot.summary)
                 cursor = snapshot.parent_id
             changes[table] = totals
         return changes
