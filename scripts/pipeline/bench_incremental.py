@@ -23,8 +23,9 @@ admits one JVM per metastore), every phase starting from the same warehouse:
 4. baselines: (a) fct_order_item by dbt's `microbatch` strategy over the new day and its 3-day
    lookback (`--event-time-start/--event-time-end`), (b) the same fact by a naive incremental
    MERGE (rows updated after the table's max updated_at, dbt-spark's own MERGE);
-5. tuning (at `--tune-scale` only): the daily run with the facts in merge-on-read, and the
-   full refresh and daily run with 2 and 8 shuffle partitions (the default is 4).
+5. tuning (at `--tune-scale` only): the daily run with the marts in copy-on-write (they are
+   merge-on-read), and the full refresh and daily run with 2 and 8 shuffle partitions (the
+   default is 4).
 
 Measured per phase: wall time, dbt's node time, Spark task time and CPU time, rows and bytes
 read (task input metrics), Iceberg scan metrics per table (data files scanned/skipped, bytes),
@@ -193,8 +194,9 @@ def _full(args: argparse.Namespace) -> dict:
 
 
 def _alter_merge_mode(spark, mode: str) -> None:
-    for fact in FACTS:
-        spark.sql(f"alter table marts.{fact} set tblproperties ('write.merge.mode' = '{mode}', "
+    """Every mart's merge mode (dbt_project.yml sets it when a table is created)."""
+    for table in MART_TABLES:
+        spark.sql(f"alter table {table} set tblproperties ('write.merge.mode' = '{mode}', "
                   f"'write.update.mode' = '{mode}', 'write.delete.mode' = '{mode}')")
 
 
@@ -230,6 +232,8 @@ def _daily(args: argparse.Namespace) -> dict:
     maintained = phase.measure("maintain", lambda: maintain(spark, expire_older_than=timedelta(0), retain_last=1),
                                MART_TABLES + ["raw.orders", "raw.order_items", "raw.products", "raw.customers"])
     phase.results["maintain"]["tables"] = {r.table: {"files_before": r.files_before, "files_after": r.files_after,
+                                                     "delete_files_before": r.delete_files_before,
+                                                     "delete_files_after": r.delete_files_after,
                                                      "expired_snapshots": r.expired_snapshots,
                                                      "kept_for_rollback": r.kept_for_rollback} for r in maintained}
     try:  # the retention kept what the backfill's rollback needs
@@ -328,27 +332,44 @@ def _git_commit() -> str:
         return "unknown"
 
 
-def run_scale(scale: Scale, root: Path, tune: bool, backfill_days: int = BACKFILL_DAYS) -> dict:
+PHASES = ("full", "daily", "baselines")
+
+
+def run_scale(scale: Scale, root: Path, tune: bool, backfill_days: int = BACKFILL_DAYS,
+              phases_to_run: tuple[str, ...] = PHASES, reuse: bool = False, merge_mode: str | None = None) -> dict:
+    """Set a scale up (or, with `reuse`, take the warehouse an earlier run kept under `root`) and
+    run its phases, each from the same warehouse. `merge_mode` alters the marts' merge mode
+    before the daily run (a kept warehouse keeps the table properties it was built with)."""
     base = root / f"scale_{scale.items}"
     work, pristine = base / "work", base / "pristine"
-    shutil.rmtree(base, ignore_errors=True)
-    base.mkdir(parents=True)
-    print(f"[{time.strftime('%H:%M:%S')}] scale {scale.items}: setup", flush=True)
-    started = time.perf_counter()
-    environment = os.environ.copy()
-    environment.update({"PIPELINE_STATE_DIR": str(work), "DBT_TARGET_PATH": str(work / "target")})
     out = base / "setup.json"
-    subprocess.run([sys.executable, "-m", "pipeline.bench_incremental", "--phase", "setup", "--result", str(out),
-                    "--scale-json", json.dumps(scale.as_dict())], check=True, env=environment)
-    setup = json.loads(out.read_text())
-    setup["timings"]["process_s"] = time.perf_counter() - started
-    _keep(work, pristine)
+    if reuse:
+        if not (pristine / "metastore_db").is_dir() or not out.is_file():
+            raise SystemExit(f"--reuse: no kept warehouse of scale {scale.items} in {base} (run with --keep-state first)")
+        if "full" not in phases_to_run and "daily" in phases_to_run and not (base / "truth").is_dir():
+            raise SystemExit(f"--reuse: {base / 'truth'} is missing: run the full phase too")
+        print(f"[{time.strftime('%H:%M:%S')}] scale {scale.items}: reusing the warehouse kept in {pristine}", flush=True)
+        setup = json.loads(out.read_text())
+        setup["reused"] = True
+    else:
+        shutil.rmtree(base, ignore_errors=True)
+        base.mkdir(parents=True)
+        print(f"[{time.strftime('%H:%M:%S')}] scale {scale.items}: setup", flush=True)
+        started = time.perf_counter()
+        environment = os.environ.copy()
+        environment.update({"PIPELINE_STATE_DIR": str(work), "DBT_TARGET_PATH": str(work / "target")})
+        subprocess.run([sys.executable, "-m", "pipeline.bench_incremental", "--phase", "setup", "--result", str(out),
+                        "--scale-json", json.dumps(scale.as_dict())], check=True, env=environment)
+        setup = json.loads(out.read_text())
+        setup["timings"]["process_s"] = time.perf_counter() - started
+        _keep(work, pristine)
     phases: dict[str, dict] = {}
     daily = ["--backfill-days", str(backfill_days)] if backfill_days > 0 else ["--no-backfill"]
-    runs = [("full", "full", {}, []), ("daily", "daily", {}, daily),
-            ("baselines", "baselines", {}, [])]
+    if merge_mode:
+        daily += ["--merge-mode", merge_mode]
+    runs = [(name, name, {}, daily if name == "daily" else []) for name in PHASES if name in phases_to_run]
     if tune:
-        runs += [("daily_mor", "daily", {}, ["--no-backfill", "--merge-mode", "merge-on-read"]),
+        runs += [("daily_cow", "daily", {}, ["--no-backfill", "--merge-mode", "copy-on-write"]),
                  ("full_sp2", "full", {"PIPELINE_SHUFFLE_PARTITIONS": "2"}, ["--no-truth"]),
                  ("daily_sp2", "daily", {"PIPELINE_SHUFFLE_PARTITIONS": "2"}, ["--no-backfill"]),
                  ("full_sp8", "full", {"PIPELINE_SHUFFLE_PARTITIONS": "8"}, ["--no-truth"]),
@@ -550,7 +571,7 @@ def main() -> int:
     parser.add_argument("--day-corrections", type=int, default=defaults.day_corrections,
                         help="lines corrected on the measured day, the same at every scale (default %(default)s)")
     parser.add_argument("--tune-scale", type=int, default=None,
-                        help="run the tuning variants (merge-on-read, 2 and 8 shuffle partitions) at this scale "
+                        help="run the tuning variants (copy-on-write marts, 2 and 8 shuffle partitions) at this scale "
                              "(one of --scales)")
     parser.add_argument("--backfill-days", type=int, default=BACKFILL_DAYS,
                         help="one-day windows of the backfill (default %(default)s; 0: no backfill, no maintain)")
@@ -560,6 +581,14 @@ def main() -> int:
     parser.add_argument("--state", type=Path, default=None,
                         help="folder for the warehouses (default: a new temporary folder, removed at the end)")
     parser.add_argument("--keep-state", action="store_true", help="keep the warehouses")
+    parser.add_argument("--phases", default=",".join(PHASES),
+                        help="phases to run per scale, comma separated, of %(default)s (default: all)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="skip the setup: run the phases on the warehouses an earlier run kept in --state "
+                             "(--keep-state), e.g. to measure a change of the models on the same data")
+    parser.add_argument("--marts-merge-mode", choices=("merge-on-read", "copy-on-write"), default=None,
+                        help="set the marts' write.merge.mode before the daily run (a kept warehouse keeps the "
+                             "properties it was built with; default: leave them)")
     parser.add_argument("--note", default="", help="a line for the report (e.g. the machine's conditions)")
     parser.add_argument("--render", type=Path, metavar="JSON",
                         help="only write --markdown again from a JSON report of an earlier run")
@@ -594,21 +623,30 @@ def main() -> int:
         parser.error("--scales: at least one scale, each of at least 1000 lines")
     if args.tune_scale is not None and args.tune_scale not in sizes:
         parser.error("--tune-scale must be one of --scales")
+    phases_to_run = tuple(p.strip() for p in args.phases.split(",") if p.strip())
+    unknown = [p for p in phases_to_run if p not in PHASES]
+    if unknown or not phases_to_run:
+        parser.error(f"--phases: unknown phase {unknown[0] if unknown else '(none)'}; choose from {', '.join(PHASES)}")
+    if args.reuse and args.state is None:
+        parser.error("--reuse needs --state, the folder of a run made with --keep-state")
     root = args.state or Path(tempfile.mkdtemp(prefix="bench_incremental_"))
     if args.backfill_days < 0 or args.backfill_days > 365:
         parser.error("--backfill-days must be between 0 and 365")
     report = {"machine": _machine(), "commit": _git_commit(), "note": args.note, "scales": {},
               "parameters": {"history_days": 365, "next_day": NEXT_DAY.isoformat(), "backfill_days": args.backfill_days,
                              "shuffle_partitions": os.environ.get("PIPELINE_SHUFFLE_PARTITIONS", "4"),
-                             "driver_memory": os.environ.get("PIPELINE_DRIVER_MEMORY", "4g")}}
+                             "driver_memory": os.environ.get("PIPELINE_DRIVER_MEMORY", "4g"),
+                             "phases": list(phases_to_run), "reused_warehouses": args.reuse,
+                             "marts_merge_mode": args.marts_merge_mode}}
     started = time.perf_counter()
     try:
         for size in sizes:
             scale = Scale(items=size, seed=args.seed, correction_rate=args.correction_rate, old_share=args.old_share,
                           day_new_items=args.day_new_items, day_corrections=args.day_corrections)
             report["scales"][str(size)] = run_scale(scale, root, tune=size == args.tune_scale,
-                                                    backfill_days=args.backfill_days)
-            if not args.keep_state:
+                                                    backfill_days=args.backfill_days, phases_to_run=phases_to_run,
+                                                    reuse=args.reuse, merge_mode=args.marts_merge_mode)
+            if not args.keep_state and not args.reuse:
                 shutil.rmtree(root / f"scale_{size}", ignore_errors=True)
             # written after every scale, so a long run leaves its figures behind if stopped
             report["targets"] = targets(report)
@@ -618,7 +656,7 @@ def main() -> int:
             args.out.write_text(json.dumps(report, indent=2, default=str))
             args.markdown.write_text(markdown(report))
     finally:
-        if args.state is None and not args.keep_state:
+        if args.state is None and not args.keep_state and not args.reuse:
             shutil.rmtree(root, ignore_errors=True)
     print(args.markdown.read_text())
     print(f"JSON in {args.out}, markdown in {args.markdown} ({time.perf_counter() - started:.0f} s)")

@@ -205,3 +205,29 @@ def test_the_benchmark_runs_end_to_end_at_a_tiny_scale(tmp_path: Path):
         assert phases[name]["jvm_peak_mb"] > 100, name
     assert phases["daily"]["spark"]["scans"]["raw.order_items"]["data_files_scanned"] > 0
     assert "| 3000 | daily incremental" in md.read_text()
+    # the marts are merge-on-read: the daily MERGE adds delete files and removes no data file
+    merged = phases["daily"]["snapshots"]["marts.fct_order_item"]
+    assert merged["added_delete_files"] > 0 and merged["deleted_files"] == 0, merged
+
+
+@pytest.mark.bench
+def test_a_kept_warehouse_is_measured_again_without_a_new_setup(tmp_path: Path):
+    """--reuse runs the asked phases on the warehouse a --keep-state run kept, from the same
+    data: here the daily run again with the marts switched to copy-on-write, still equal to the
+    first run's full refresh, and rewriting data files instead of adding delete files."""
+    state = tmp_path / "state"
+    common = [sys.executable, "-m", "pipeline.bench_incremental", "--scales", "3000", "--day-new-items", "50",
+              "--day-corrections", "60", "--backfill-days", "0", "--state", str(state)]
+    subprocess.run([*common, "--phases", "full", "--keep-state", "--out", str(tmp_path / "first.json"),
+                    "--markdown", str(tmp_path / "first.md")], check=True)
+    setup = json.loads((state / "scale_3000" / "setup.json").read_text())
+    subprocess.run([*common, "--phases", "daily", "--reuse", "--marts-merge-mode", "copy-on-write",
+                    "--out", str(tmp_path / "again.json"), "--markdown", str(tmp_path / "again.md")], check=True)
+    report = json.loads((tmp_path / "again.json").read_text())
+    [entry] = report["scales"].values()
+    assert entry["setup"]["reused"] and entry["setup"]["next_day"] == setup["next_day"]
+    assert set(entry["phases"]) == {"daily", "read_after_daily"}
+    assert all(e["differing"] == 0 for e in entry["phases"]["daily"]["equality"].values())
+    rewritten = entry["phases"]["daily"]["snapshots"]["marts.fct_order_item"]
+    assert rewritten["deleted_files"] > 0 and rewritten["added_delete_files"] == 0, rewritten
+    assert report["parameters"]["marts_merge_mode"] == "copy-on-write" and report["parameters"]["reused_warehouses"]
