@@ -27,8 +27,15 @@ customers as (
     ) as current_customers
     {% if scope %}
         -- and customers the table does not hold yet, however old their updated_at: facts
-        -- re-key to a late-arriving customer as soon as it has landed
-        where {{ scope }} or customer_id not in (select known.customer_id from {{ this }} as known)
+        -- re-key to a late-arriving customer as soon as it has landed. Not exists, not `not
+        -- in`: under `or`, Spark joins a `not in` by a nested loop (null-aware), every customer
+        -- in scope against every customer of the table
+        where
+            {{ scope }}
+            or not exists (
+                select 1 from {{ this }} as known
+                where known.customer_id = current_customers.customer_id
+            )
     {% endif %}
 ),
 

@@ -22,7 +22,13 @@ changed_products as (
     {% if scope %}
         -- and products the table does not hold yet, however old their versions: facts re-key
         -- to a late-arriving product as soon as it has landed
-        where {{ scope }} or product_id not in (select known.product_id from {{ this }} as known)
+        -- (not exists, not `not in`: see dim_customer)
+        where
+            {{ scope }}
+            or not exists (
+                select 1 from {{ this }} as known
+                where known.product_id = product_versions.product_id
+            )
     {% endif %}
 ),
 
