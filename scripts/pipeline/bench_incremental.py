@@ -531,7 +531,8 @@ def markdown(report: dict) -> str:
     top = daily.get("spark", {}).get("top_statements")
     if top:
         lines += ["", f"Where the daily run's Spark CPU goes at {_fmt_count(int(largest))} (its costliest statements; "
-                  "`ReplaceData` is a copy-on-write MERGE, the tables with the times the plan scans them):", "",
+                  "`WriteDelta` is a merge-on-read MERGE, `ReplaceData` a copy-on-write one, `WriteFiles` a "
+                  "staged MERGE source; the tables with the times the plan scans them):", "",
                   "| statement | tables scanned | Spark task s | Spark CPU s |", "|---|---|---|---|"]
         for statement in top[:6]:
             scanned = ", ".join(f"{t} x{n}" for t, n in statement["scans"].items()) or "-"

@@ -22,6 +22,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.iceberg import deleted_records
+
 _SCAN = re.compile(r"BatchScan (?:spark_catalog\.)?([A-Za-z0-9_]+\.[A-Za-z0-9_]+)")
 # Iceberg's scan metrics (org.apache.iceberg.spark.source.metrics), by their display names
 ICEBERG_SCAN_METRICS = {
@@ -246,5 +248,8 @@ def snapshot_figures(spark, tables: list[str], start_ms: int, end_ms: int) -> di
         totals = {"snapshots": len(rows), "operations": sorted({r.operation for r in rows})}
         for key, name in SUMMARY_FIGURES.items():
             totals[name] = sum(int(r.summary.get(key, 0) or 0) for r in rows)
+        # rows that left the table: rewritten files' rows (copy-on-write) and position deletes
+        # (merge-on-read), as the run records count them
+        totals["deleted_records"] = sum(deleted_records(r.summary) for r in rows)
         figures[table] = totals
     return figures
