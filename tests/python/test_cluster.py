@@ -48,6 +48,14 @@ class Running:
         assert done.returncode == 0, f"dbt {' '.join(args)} failed:\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}"
         return done
 
+    def execute(self, sql: str) -> None:
+        """A statement without a result set (DML, DDL): PyHive cannot fetch from those."""
+        connection = hive.connect(host=self.info.thrift_host, port=self.info.thrift_port, username="dbt")
+        try:
+            connection.cursor().execute(sql)
+        finally:
+            connection.close()
+
     def query(self, sql: str) -> list[tuple]:
         connection = hive.connect(host=self.info.thrift_host, port=self.info.thrift_port, username="dbt")
         try:
@@ -143,6 +151,13 @@ def test_main_job_and_a_backfill_run_unchanged_on_the_cluster_and_equal_the_embe
     embedded = _checksums(lambda sql: [tuple(row) for row in spark.sql(sql).collect()])
     assert on_cluster == embedded
 
+    # a bad deploy on the cluster: every fct_order_item row of the backfill's dates off by a cent
+    # (a window whose rows all equal the table's commits nothing: no MERGE runs)
+    running.execute("update marts.fct_order_item set net_amount = net_amount + 0.01"
+                    " where order_date >= date'2025-01-01' and order_date < date'2025-01-04'")
+    corrupted = _checksums(running.query)
+    assert corrupted != embedded
+
     # a backfill through the runner on the cluster: branches, gate, publish, then rollback
     backfill = _pipeline(running, tmp_path, "backfill", "--start", "2025-01-01", "--end", "2025-01-04",
                          "--batch-days", "1", "--select", "fct_order_item", "--reason", HOSTILE_REASON)
@@ -169,7 +184,7 @@ def test_main_job_and_a_backfill_run_unchanged_on_the_cluster_and_equal_the_embe
     for table, pre, _published in tables:
         assert running.query(f"select snapshot_id from {table}.refs where name = 'main'") == [(pre,)]
     assert running.query(f"select status from control.backfill_runs where run_id = '{run_id}'") == [("rolled_back",)]
-    assert _checksums(running.query) == embedded
+    assert _checksums(running.query) == corrupted  # back to the table as it was before the backfill
 
 
 def test_tasks_run_on_executors_of_both_workers(running: Running):
