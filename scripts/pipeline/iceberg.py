@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 from pipeline.engine import Sql
 
-TABLE_NAME = re.compile(  # a table name that may reach SQL
-    r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
+_IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
+COLUMN_NAME = re.compile(_IDENTIFIER)  # a column name that may reach SQL
+TABLE_NAME = re.compile(rf"{_IDENTIFIER}\.{_IDENTIFIER}")  # a table name that may reach SQL
 
 
 def checked_table(table: str) -> str:
@@ -115,7 +116,7 @@ def change_since(spark: Sql, table: str, since: int | None, key: str) -> Change:
     versions whole: a report on what one run did, not a per-run cost.
     """
     table = checked_table(table)
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+    if not COLUMN_NAME.fullmatch(key):
         raise ValueError(f"not a column name: {key!r}")
     current = current_snapshot_id(spark, table)
     if current is None or current == since:
