@@ -7,8 +7,9 @@
     reach instead of the whole history; incremental_scope then picks the rows as before. Each
     branch filters a raw table on its own columns (Iceberg prunes files by their bounds).
     - Daily: the orders with a line version or an order version updated after the lower bound
-      (incremental_lower_bound), the orders with a line of a product that has a version updated
-      after it (a new cost may be in effect for them), and the orders of the table's rows for
+      (incremental_lower_bound), the orders placed at or after a product version updated after
+      it and holding a line of that product (the new cost is in effect for them; all the
+      product's orders when the version is its earliest), and the orders of the table's rows for
       which `awaiting` is true (pointing to an unknown member).
     - Backfill: the orders with a version dated in the window, and those the table holds in it.
     A row of incremental_scope's daily scope has updated_at = the greatest of its line's,
@@ -37,22 +38,62 @@
     {% if lower_bound is none %}
         {{ return(none) }}
     {% endif %}
-    {#- The product branch reads the product_id of every version of every line (order_id is
-        not clustered, nothing to prune), so it is left out when no product version was updated
-        after the lower bound (the usual day: the products are few and read in one pruned scan;
-        at 1M lines the branch read 1.78M rows to find none). -#}
+    {#- The product branch: a product version updated after the lower bound, effective from its
+        updated_at T, is in effect only for the lines of orders placed at or after T (the
+        latest version effective at ordered_at), or, when it is the product's earliest version,
+        for its lines ordered before any version too. So its orders are those of the product's
+        lines with a version of the order placed at or after T (every version's ordered_at: a
+        superset), plus every line of a product whose earliest version changed. Before, every
+        order that ever had a line of the product was in scope: at 5M lines, 27 cost changes in
+        the lookback put 93k orders (430k line versions) in a daily run's scope, to restate the
+        few placed after them. It reads the product_id of every version of every line (order_id
+        is not clustered, nothing to prune), so it is left out when no product version was
+        updated after the lower bound; the order headers are read from the earliest such T on
+        (a literal: Iceberg prunes raw.orders' files by their ordered_at bounds). -#}
+    {% set products = source('shop', 'products') %}
+    {% set first_change = run_query(
+        "select date_format(min(updated_at), 'yyyy-MM-dd HH:mm:ss.SSSSSS') from " ~ products
+        ~ " where updated_at > " ~ lower_bound).rows[0][0] %}
+    {% if first_change is not none and not modules.re.fullmatch(
+            '[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}', first_change | string) %}
+        {{ exceptions.raise_compiler_error(
+            "model " ~ this ~ ": shop.products.updated_at gave a time " ~ first_change) }}
+    {% endif %}
     {% set changed_products %}
-        select product_id from {{ source('shop', 'products') }} where updated_at > {{ lower_bound }}
+        select changed.product_id, min(changed.updated_at) as effective_from
+        from {{ products }} as changed
+        where changed.updated_at > {{ lower_bound }}
+        group by changed.product_id
     {% endset %}
-    {% set product_changed = run_query(changed_products ~ " limit 1").rows | length > 0 %}
+    {% set earliest_changed %}
+        select changed.product_id
+        from {{ products }} as changed
+        where
+            changed.updated_at > {{ lower_bound }}
+            and not exists (
+                select 1 from {{ products }} as earlier
+                where earlier.product_id = changed.product_id and earlier.updated_at < changed.updated_at
+            )
+    {% endset %}
     {% set changed %}
         select order_id from {{ order_items }} where updated_at > {{ lower_bound }}
         union
         select order_id from {{ orders }} where updated_at > {{ lower_bound }}
-        {%- if product_changed %}
+        {%- if first_change is not none %}
+        union
+        select lines.order_id
+        from {{ order_items }} as lines
+        inner join ({{ changed_products }}) as changed
+            on lines.product_id = changed.product_id
+        inner join (
+            select order_id, ordered_at from {{ orders }}
+            where ordered_at >= timestamp'{{ first_change }}'
+        ) as headers
+            on lines.order_id = headers.order_id
+        where headers.ordered_at >= changed.effective_from
         union
         select order_id from {{ order_items }}
-        where product_id in ({{ changed_products }})
+        where product_id in ({{ earliest_changed }})
         {%- endif %}
         {%- if awaiting %}
         union

@@ -10,7 +10,8 @@ Next day (2025-01-11), one case of each kind:
   105  line 1 corrected and landed three times (duplicates), line 2 deleted
   106  a newer header version (shipped), then an older one landing after it (out of order)
   107  product 2 gets a late version effective 2025-01-09 (cost 10 -> 12): restates its cost
-  108, 109  untouched (their partitions 2025-01-07 and 2025-01-01 must not be rewritten)
+  108, 109  untouched (their partitions 2025-01-07 and 2025-01-01 must not be rewritten); 108's
+            line is of product 2, ordered before its new version: out of the run's scope
 Then the same run again with no new data, then a full refresh.
 """
 
@@ -53,6 +54,7 @@ class Scenario:
     tables_after: dict = field(default_factory=dict)
     rerun_change: dict = field(default_factory=dict)  # table -> summary of a new snapshot, if any
     merge_sql: dict = field(default_factory=dict)  # fact -> the MERGE its incremental run executed
+    scope_orders: dict = field(default_factory=dict)  # fact -> the orders its incremental run recomputed
     scratch_after: list = field(default_factory=list)
     tables_after_rerun: dict = field(default_factory=dict)
     watermark_after_rerun: object = None
@@ -77,7 +79,7 @@ def scenario(spark, dbt, tmp_path_factory) -> Scenario:
             item(102, 1, "2025-01-03 10:00"), item(103, 1, "2025-01-04 10:00", product_id=2, quantity=3, unit_price="20.00"),
             item(104, 1, "2025-01-05 10:00"), item(105, 1, "2025-01-06 10:00"), item(105, 2, "2025-01-06 10:00", quantity=2),
             item(106, 1, "2025-01-10 10:00"), item(107, 1, "2025-01-09 12:00", product_id=2, quantity=2, unit_price="20.00"),
-            item(108, 1, "2025-01-07 10:00"), item(109, 1, "2025-01-01 10:00"),
+            item(108, 1, "2025-01-07 10:00", product_id=2), item(109, 1, "2025-01-01 10:00"),
         ],
     )
     wh.dbt_run()
@@ -110,6 +112,9 @@ def scenario(spark, dbt, tmp_path_factory) -> Scenario:
     # dbt writes each node's executed statement (the MERGE, for an incremental run) under target/run
     run_folder = Path(os.environ["DBT_TARGET_PATH"]) / "run" / "backfill_safe" / "models" / "marts"
     s.merge_sql = {fact: (run_folder / f"{fact}.sql").read_text() for fact in ("fct_order_item", "fct_orders")}
+    # the run's scope, as the pre-hook cached it in this (the embedded engine's) session
+    s.scope_orders = {fact: sorted(r.order_id for r in wh.rows(f"select order_id from scope_orders__{fact}"))
+                      for fact in ("fct_order_item", "fct_orders")}
     s.scratch_after = [row.tableName for row in wh.rows("show tables in scratch") if not row.isTemporary] \
         if spark.catalog.databaseExists("scratch") else []
     s.after = wh.fact_lines()
@@ -178,6 +183,15 @@ def test_late_product_version_restates_the_cost_of_the_lines_it_now_covers(scena
     assert scenario.after[(107, 1)].product_key == md5_key(2, "2025-01-09 00:00:00")
     # ordered before the new version: still the old cost
     assert scenario.after[(103, 1)].cost_amount == Decimal("30.00")
+
+
+def test_a_late_product_version_reaches_only_the_orders_placed_after_it(scenario):
+    # 101-106 changed; 107 holds a line of product 2 placed after its new version (2025-01-09);
+    # 108 holds one placed before it (2025-01-07) and nothing of it changed: not recomputed
+    for fact in ("fct_order_item", "fct_orders"):
+        assert scenario.scope_orders[fact] == [101, 102, 103, 104, 105, 106, 107], fact
+    assert scenario.after[(108, 1)] == scenario.base[(108, 1)]
+    assert scenario.after[(108, 1)].product_key == md5_key(2, "2024-12-01 00:00:00")
 
 
 def test_type2_product_dimension_closes_the_previous_version(scenario):
