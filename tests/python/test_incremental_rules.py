@@ -233,6 +233,13 @@ def test_facts_merge_from_a_staged_source_dropped_after_the_merge(scenario):
     assert scenario.scratch_after == []
 
 
+def test_facts_merge_names_the_orders_of_their_staged_source(scenario):
+    # the target rows the MERGE can match belong to the orders whose rows changed: as literals,
+    # they filter the target before the MERGE's join (108, 109 untouched: not named)
+    for fact, sql in scenario.merge_sql.items():
+        assert "DBT_INTERNAL_DEST.order_id in (101, 102, 103, 104, 105, 106, 107)" in sql, sql
+
+
 def test_changelog_counts_match_the_cases(scenario):
     change = scenario.fact_change
     # updated: 101/1, 102/1, 103/1, 105/1, 106/1, 107/1; deleted: 104/1, 105/2
