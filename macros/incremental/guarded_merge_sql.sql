@@ -94,4 +94,3 @@
     {%- endfor %}
     )
 {% endmacro %}
-
