@@ -1,27 +1,36 @@
-{#- Pre-hook of a model scoped by orders (meta `scope_by_orders`): computes the run's orders
-    (scope_order_ids) once, into a cached temporary view of this session
-    (scope_orders_relation), which the model's select reads by name. Without it each reference
-    to the scope inside the model's select, and each pass of the copy-on-write MERGE over that
-    select, evaluated the scope's raw scans again (measured at 1M: 24 scans of raw.order_items
-    in one MERGE). Renders nothing when every order is in scope. -#}
+{#- The run's orders of a model scoped by orders (meta `scope_by_orders`), computed once: called
+    by the model's select as it compiles, it creates a cached temporary view of this session
+    (scope_orders_relation) from scope_order_ids and returns the subquery that reads it, which
+    the model's select, merge_source's read of the table (scope_existing_rows) and the MERGE's
+    order dates (scope_order_dates, cached) all take. Before, a pre-hook made the view after the
+    select had compiled, so the compile-time order dates evaluated the scope's raw scans once
+    more (at 5M lines, the product branch reads the product_id of every line version). Without
+    any cache, each reference to the scope inside the select and each pass of the MERGE
+    evaluated them again (measured at 1M: 24 scans of raw.order_items in one MERGE).
+    Returns none, and creates nothing, when every order is in scope (full build, full refresh,
+    no watermark yet) or while dbt parses. -#}
 {% macro cache_scope_orders() %}
     {% if not execute or not is_incremental() %}
-        {{ return('') }}
+        {{ return(none) }}
     {% endif %}
     {% set settings = model_meta('scope_by_orders') %}
     {% if not settings %}
-        {{ return('') }}
+        {{ exceptions.raise_compiler_error(
+            "model " ~ this ~ ": cache_scope_orders needs meta scope_by_orders: {domain, awaiting}") }}
     {% endif %}
     {% set order_ids = scope_order_ids(settings['domain'], awaiting=settings.get('awaiting')) %}
     {% if order_ids is none %}
-        {{ return('') }}
+        {{ return(none) }}
     {% endif %}
     {#- a temporary view replaced each run (a replaced view's cache is dropped), then cached
-        eagerly; `cache table ... as select` would refuse a view that already exists -#}
+        eagerly; `cache table ... as select` would refuse a view that already exists.
+        Statements, not run_query: DDL returns no rows, which run_query fails on through Thrift -#}
     {% set relation = scope_orders_relation() %}
-    {#- a statement, not run_query: DDL returns no rows, which run_query fails on through Thrift -#}
     {% call statement('create_scope_orders_view', fetch_result=false) %}
         create or replace temporary view {{ relation }} as {{ order_ids }}
     {% endcall %}
-    cache table {{ relation }}
+    {% call statement('cache_scope_orders', fetch_result=false) %}
+        cache table {{ relation }}
+    {% endcall %}
+    {{ return("select order_id from " ~ relation) }}
 {% endmacro %}

@@ -11,9 +11,9 @@
       be the table's.
     - Incremental, without `changes` (dimensions, which keep deleted members flagged): the rows
       of `live` that differ from the table (a null-safe anti-join over every column).
-    `existing` (incremental with `changes`): a predicate on the table's partition columns that
-    holds for every row of the keys in `changes` (scope_order_dates): only those partitions are
-    read.
+    `existing` (incremental with `changes`): a predicate on the table's columns that holds for
+    every row of the keys in `changes` (scope_existing_rows: the run's order dates, so only those
+    partitions are read, and its orders, so only the rows the keys can match are joined).
     guarded_merge_sql turns the flag into DELETE / UPDATE / INSERT. -#}
 {% macro merge_source(live, changes=none, unique_key=none, existing=none) %}
     {% if not is_incremental() %}

@@ -7,7 +7,7 @@
     and the MERGE's ON clause (guarded_merge_sql) both take it. Literals, not a subquery:
     Iceberg prunes files at planning time only on predicates it is given as values. The model
     says it is scoped by orders in its config: meta `scope_by_orders: {domain, awaiting}`.
-    `cached`: read the orders from the pre-hook's cached view (cache_scope_orders), once it ran. -#}
+    `cached`: read the orders from the run's cached view (cache_scope_orders), once it was made. -#}
 {% macro scope_order_dates(column, cached=false) %}
     {% if not execute or not is_incremental() %}
         {{ return(none) }}

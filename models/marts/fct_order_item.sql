@@ -4,7 +4,6 @@
     config(
         unique_key='order_item_sk',
         partition_by=['order_date'],
-        pre_hook=["{{ cache_scope_orders() }}"],
         meta={
             'watermark_exclude': ['shop.customers'],
             'scope_by_orders': {'domain': 'sales', 'awaiting': awaiting},
@@ -22,19 +21,17 @@
 -- still pointing to an unknown customer or product, until it arrives (re-keyed then).
 {%- set scope = incremental_scope('sales', 'order_date', 'order_item_sk', awaiting=awaiting) %}
 -- The current state is computed for the orders the run's changes reach only (scope_order_ids,
--- computed once before this select by the pre-hook cache_scope_orders): their versions are
--- ranked and joined, not the whole history's, then narrowed to the scope.
+-- computed once into a cached view by cache_scope_orders as this select compiles): their
+-- versions are ranked and joined, not the whole history's, then narrowed to the scope.
 -- depends_on: {{ ref('int_order_items__current_state') }}
 
-{%- set order_ids = scope_order_ids('sales', awaiting=awaiting) %}
+{%- set scoped_orders = cache_scope_orders() %}
 
 with
 
 current_state as (
     select * from (
-        {{ order_items_current_state(
-            'select order_id from ' ~ scope_orders_relation() if order_ids else none
-        ) }}
+        {{ order_items_current_state(scoped_orders) }}
     ) as line_state
     {% if scope %}
         where {{ scope }}
@@ -64,5 +61,5 @@ live as (  -- noqa: ST03
 
 {{ merge_source(
     'live', changes='current_state', unique_key='order_item_sk',
-    existing=scope_order_dates('order_date')
+    existing=scope_existing_rows('order_date', scoped_orders)
 ) }}

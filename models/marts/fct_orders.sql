@@ -3,7 +3,6 @@
     config(
         unique_key='order_id',
         partition_by=['order_date'],
-        pre_hook=["{{ cache_scope_orders() }}"],
         meta={
             'watermark_exclude': ['shop.customers'],
             'scope_by_orders': {'domain': 'sales', 'awaiting': awaiting},
@@ -20,19 +19,17 @@
 -- (its cost incomplete), until it arrives.
 {%- set scope = incremental_scope('sales', 'order_date', 'order_id', awaiting=awaiting) %}
 -- The current state is computed for the orders the run's changes reach only (scope_order_ids,
--- computed once before this select by the pre-hook cache_scope_orders),
+-- computed once into a cached view by cache_scope_orders as this select compiles),
 -- then narrowed to the scope.
 -- depends_on: {{ ref('int_orders__current_state') }}
 
-{%- set order_ids = scope_order_ids('sales', awaiting=awaiting) %}
+{%- set scoped_orders = cache_scope_orders() %}
 
 with
 
 current_state as (
     select * from (
-        {{ orders_current_state(
-            'select order_id from ' ~ scope_orders_relation() if order_ids else none
-        ) }}
+        {{ orders_current_state(scoped_orders) }}
     ) as order_state
     {% if scope %}
         where {{ scope }}
@@ -63,5 +60,5 @@ live as (  -- noqa: ST03
 
 {{ merge_source(
     'live', changes='current_state', unique_key='order_id',
-    existing=scope_order_dates('order_date')
+    existing=scope_existing_rows('order_date', scoped_orders)
 ) }}

@@ -112,7 +112,9 @@ def scenario(spark, dbt, tmp_path_factory) -> Scenario:
     # dbt writes each node's executed statement (the MERGE, for an incremental run) under target/run
     run_folder = Path(os.environ["DBT_TARGET_PATH"]) / "run" / "backfill_safe" / "models" / "marts"
     s.merge_sql = {fact: (run_folder / f"{fact}.sql").read_text() for fact in ("fct_order_item", "fct_orders")}
-    # the run's scope, as the pre-hook cached it in this (the embedded engine's) session
+    compiled_folder = Path(os.environ["DBT_TARGET_PATH"]) / "compiled" / "backfill_safe" / "models" / "marts"
+    s.compiled_sql = {fact: (compiled_folder / f"{fact}.sql").read_text() for fact in ("fct_order_item", "fct_orders")}
+    # the run's scope, as cache_scope_orders cached it in this (the embedded engine's) session
     s.scope_orders = {fact: sorted(r.order_id for r in wh.rows(f"select order_id from scope_orders__{fact}"))
                       for fact in ("fct_order_item", "fct_orders")}
     s.scratch_after = [row.tableName for row in wh.rows("show tables in scratch") if not row.isTemporary] \
@@ -238,6 +240,14 @@ def test_facts_merge_names_the_orders_of_their_staged_source(scenario):
     # they filter the target before the MERGE's join (108, 109 untouched: not named)
     for fact, sql in scenario.merge_sql.items():
         assert "DBT_INTERNAL_DEST.order_id in (101, 102, 103, 104, 105, 106, 107)" in sql, sql
+
+
+def test_facts_compare_with_their_table_only_for_the_orders_in_scope(scenario):
+    # merge_source reads the table's rows of the run's orders (a semi-join on the cached scope),
+    # not every row of the order dates they touch, before joining them to the current state
+    for fact, sql in scenario.compiled_sql.items():
+        existing = sql[max(0, sql.index(") as existing") - 400):sql.index(") as existing")]
+        assert f"and order_id in (select order_id from scope_orders__{fact})" in existing, sql
 
 
 def test_changelog_counts_match_the_cases(scenario):
