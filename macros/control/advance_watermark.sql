@@ -11,7 +11,9 @@
     Renders nothing (no statement) for a model without sources, and in a backfill (vars
     backfill_start/backfill_end): a backfill restates history and never moves the daily
     pipeline's watermark; nor for the scratch build of a dual-run comparison (var
-    dual_run_model). Only rows above the stored watermark are read (they alone can move it). -#}
+    dual_run_model). Only rows above the stored watermark are read (they alone can move it).
+    It also records when this invocation started (`last_run_started_at`), moved or not: every
+    version landed by then was in reach of this committed run (changed_versions_predicate). -#}
 {% macro advance_watermark() %}
     {% if not execute or backfill_window() is not none or var('dual_run_model', none) is not none %}
         {{ return('') }}
@@ -56,10 +58,15 @@
         target.previous_watermark_ts = target.watermark_ts,
         target.watermark_ts = source.loaded_through,
         target.invocation_id = '{{ invocation_id }}',
-        target.advanced_at = current_timestamp()
+        target.advanced_at = current_timestamp(),
+        target.last_run_started_at = {{ cutoff }}
+    when matched then update set
+        target.last_run_started_at = {{ cutoff }}
     when not matched and source.loaded_through is not null then insert (
-        pipeline_name, watermark_ts, previous_watermark_ts, invocation_id, advanced_at
+        pipeline_name, watermark_ts, previous_watermark_ts, invocation_id, advanced_at,
+        last_run_started_at
     ) values (
-        source.pipeline_name, source.loaded_through, null, '{{ invocation_id }}', current_timestamp()
+        source.pipeline_name, source.loaded_through, null, '{{ invocation_id }}', current_timestamp(),
+        {{ cutoff }}
     )
 {% endmacro %}

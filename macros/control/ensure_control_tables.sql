@@ -1,6 +1,6 @@
 {#- on-run-start: create the control schema, the watermark table (one row per pipeline =
     incremental model; see advance_watermark) and the run records (see record_runs) if they are
-    missing. Nothing under backfill vars: a backfill never reads or moves the watermark, and the
+    missing, and add the watermark table's newer columns to one made before them. Nothing under backfill vars: a backfill never reads or moves the watermark, and the
     runner creates these tables when it starts (`dbt run-operation ensure_control_tables`). -#}
 {% macro ensure_control_tables() %}
     {% if execute and backfill_window() is none %}
@@ -15,11 +15,23 @@
                 watermark_ts timestamp,
                 previous_watermark_ts timestamp,
                 invocation_id string,
-                advanced_at timestamp
+                advanced_at timestamp,
+                last_run_started_at timestamp
             )
             using iceberg
             tblproperties ('format-version' = '2')
         {% endcall %}
+        {#- a watermark table made before last_run_started_at existed gets the column (null: its
+            pipelines' next runs read their whole lookback, then record it) -#}
+        {% set watermark_table = api.Relation.create(
+            schema=var('control_schema', 'control'), identifier='etl_watermark', type='table') %}
+        {% set watermark_columns = adapter.get_columns_in_relation(watermark_table)
+            | map(attribute='name') | list %}
+        {% if 'last_run_started_at' not in watermark_columns %}
+            {% call statement('add_last_run_started_at') %}
+                alter table {{ watermark_relation() }} add columns (last_run_started_at timestamp)
+            {% endcall %}
+        {% endif %}
         {% call statement('create_run_records') %}
             create table if not exists {{ var('control_schema', 'control') }}.run_records (
                 invocation_id string,

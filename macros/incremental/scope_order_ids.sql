@@ -6,9 +6,10 @@
     orders_current_state), so a daily run ranks and joins the versions of the orders its changes
     reach instead of the whole history; incremental_scope then picks the rows as before. Each
     branch filters a raw table on its own columns (Iceberg prunes files by their bounds).
-    - Daily: the orders with a line version or an order version updated after the lower bound
-      (incremental_lower_bound), the orders placed at or after a product version updated after
-      it and holding a line of that product (the new cost is in effect for them; all the
+    - Daily: the orders with a line version or an order version among the run's changes
+      (changed_versions_predicate: updated after the lower bound, landed after the last
+      committed run started), the orders placed at or after such a product version and
+      holding a line of that product (the new cost is in effect for them; all the
       product's orders when the version is its earliest), and the orders of the table's rows for
       which `awaiting` is true (pointing to an unknown member).
     - Backfill: the orders with a version dated in the window, and those the table holds in it.
@@ -34,8 +35,8 @@
         {% endset %}
         {{ return(in_window) }}
     {% endif %}
-    {% set lower_bound = incremental_lower_bound(domain) %}
-    {% if lower_bound is none %}
+    {% set changed_versions = changed_versions_predicate(domain) %}
+    {% if changed_versions is none %}
         {{ return(none) }}
     {% endif %}
     {#- The product branch: a product version updated after the lower bound, effective from its
@@ -53,7 +54,7 @@
     {% set products = source('shop', 'products') %}
     {% set first_change = run_query(
         "select date_format(min(updated_at), 'yyyy-MM-dd HH:mm:ss.SSSSSS') from " ~ products
-        ~ " where updated_at > " ~ lower_bound).rows[0][0] %}
+        ~ " where " ~ changed_versions).rows[0][0] %}
     {% if first_change is not none and not modules.re.fullmatch(
             '[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}', first_change | string) %}
         {{ exceptions.raise_compiler_error(
@@ -62,23 +63,23 @@
     {% set changed_products %}
         select changed.product_id, min(changed.updated_at) as effective_from
         from {{ products }} as changed
-        where changed.updated_at > {{ lower_bound }}
+        where {{ changed_versions }}
         group by changed.product_id
     {% endset %}
     {% set earliest_changed %}
         select changed.product_id
         from {{ products }} as changed
         where
-            changed.updated_at > {{ lower_bound }}
+            ({{ changed_versions }})
             and not exists (
                 select 1 from {{ products }} as earlier
                 where earlier.product_id = changed.product_id and earlier.updated_at < changed.updated_at
             )
     {% endset %}
     {% set changed %}
-        select order_id from {{ order_items }} where updated_at > {{ lower_bound }}
+        select order_id from {{ order_items }} where {{ changed_versions }}
         union
-        select order_id from {{ orders }} where updated_at > {{ lower_bound }}
+        select order_id from {{ orders }} where {{ changed_versions }}
         {%- if first_change is not none %}
         union
         select lines.order_id

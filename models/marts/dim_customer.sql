@@ -8,13 +8,15 @@
 -- its row, flagged is_deleted, so facts that reference it stay joinable. Plus the unknown
 -- member (customer_id -1), for facts whose customer has not arrived yet.
 {%- set scope = incremental_scope('customers') %}
-{#- the customers a daily run recomputes (a superset of the scope below, over every raw version:
-    each is recomputed from all its versions): those with a version updated after the lower
-    bound, and those the table does not hold yet; the staging ranks only their versions -#}
+{#- the customers a daily run recomputes (over every raw version: each is recomputed from all
+    its versions): those with a version among the run's changes (changed_versions_predicate:
+    updated after the lower bound, landed after the last committed run started), and those the
+    table does not hold yet; the staging ranks only their versions -#}
 {%- set customer_ids = none %}
-{%- if scope and backfill_window() is none %}
-    {%- set customer_ids = "select customer_id from " ~ source('shop', 'customers') ~ " where updated_at > "
-        ~ incremental_lower_bound('customers') ~ " union (select customer_id from " ~ source('shop', 'customers')
+{%- set changed_versions = changed_versions_predicate('customers') %}
+{%- if scope and changed_versions %}
+    {%- set customer_ids = "select customer_id from " ~ source('shop', 'customers') ~ " where "
+        ~ changed_versions ~ " union (select customer_id from " ~ source('shop', 'customers')
         ~ " except select customer_id from " ~ this ~ ")" %}
 {%- endif %}
 -- depends_on: {{ ref('stg_shop__customers') }}

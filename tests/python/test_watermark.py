@@ -64,6 +64,53 @@ def test_late_version_inside_the_lookback_is_picked_up(base: Warehouse):
     assert base.watermark("fct_order_item") == naive("2025-01-10 10:00")
 
 
+def scope_orders(warehouse: Warehouse, fact: str = "fct_order_item") -> list[int]:
+    """The orders the fact's last incremental run recomputed (cache_scope_orders' view)."""
+    return sorted(r.order_id for r in warehouse.rows(f"select order_id from scope_orders__{fact}"))
+
+
+def test_versions_already_loaded_inside_the_lookback_are_not_recomputed(base: Warehouse):
+    # 102 (updated 2025-01-10 10:00) is inside the 3-day window but was landed before the build
+    # started: the build loaded it, so the run recomputes only what landed since (103)
+    started = base.rows("select last_run_started_at from control.etl_watermark"
+                        " where pipeline_name = 'fct_order_item'")[0].last_run_started_at
+    assert started is not None
+    base.land(orders=[order(103, "2025-01-11 10:00")], order_items=[item(103, 1, "2025-01-11 10:00")])
+    base.dbt_run()
+    for fact in ("fct_order_item", "fct_orders"):
+        assert scope_orders(base, fact) == [103], fact
+    assert set(base.fact_lines()) == {(101, 1), (102, 1), (103, 1)}
+    assert base.watermark("fct_order_item") == naive("2025-01-11 10:00")
+    assert base.rows("select last_run_started_at from control.etl_watermark"
+                     " where pipeline_name = 'fct_order_item'")[0].last_run_started_at > started
+
+
+def test_versions_landed_within_the_overlap_margin_are_read_again(base: Warehouse):
+    # with a margin reaching back past the build's landing, 102's version counts as landed
+    # after the build started: read again (a superset), and nothing changes for it
+    before = base.fact_lines()[(102, 1)]
+    base.land(orders=[order(103, "2025-01-11 10:00")], order_items=[item(103, 1, "2025-01-11 10:00")])
+    base.dbt_run("--vars", "{landing_overlap_minutes: 1440}")
+    assert scope_orders(base) == [102, 103]
+    assert base.fact_lines()[(102, 1)] == before
+    results = base.dbt.invoke("run", "--select", "fct_order_item", "--vars", "{landing_overlap_minutes: -5}",
+                              check=False)
+    [failed] = [r for r in results if r.name == "fct_order_item"]
+    assert failed.status == "error" and "landing_overlap_minutes" in failed.message
+
+
+def test_a_watermark_table_from_before_the_recorded_start_gets_it_and_reads_the_whole_lookback(base: Warehouse):
+    base.spark.sql("alter table control.etl_watermark drop column last_run_started_at")
+    base.land(orders=[order(103, "2025-01-11 10:00")], order_items=[item(103, 1, "2025-01-11 10:00")])
+    base.dbt_run()
+    # no recorded start: every version updated inside the window is read (102 and 103)
+    assert scope_orders(base) == [102, 103]
+    assert set(base.fact_lines()) == {(101, 1), (102, 1), (103, 1)}
+    recorded = {r.pipeline_name: r.last_run_started_at for r in base.rows(
+        "select pipeline_name, last_run_started_at from control.etl_watermark")}
+    assert recorded["fct_order_item"] is not None and recorded["fct_orders"] is not None
+
+
 def test_version_older_than_the_window_is_reported_as_a_silent_miss(base: Warehouse):
     # updated before the window start (2025-01-07 10:00): the incremental run cannot see them
     base.land(order_items=[item(101, 1, "2025-01-05 00:00", quantity=9), item(101, 2, "2025-01-04 00:00")])
