@@ -1,6 +1,8 @@
 {#- The run's orders of a model scoped by orders (meta `scope_by_orders`), computed once: called
     by the model's select as it compiles, it creates a cached temporary view of this session
-    (scope_orders_relation) from scope_order_ids and returns the subquery that reads it, which
+    (scope_orders_relation) from scope_order_ids, and the raw versions of those orders and of
+    their lines (scope_versions_relation, read by versions_in_scope), and returns the subquery
+    of the orders (cached_scope_orders_subquery), which
     the model's select, merge_source's read of the table (scope_existing_rows) and the MERGE's
     order dates (scope_order_dates, cached) all take. Before, a pre-hook made the view after the
     select had compiled, so the compile-time order dates evaluated the scope's raw scans once
@@ -32,5 +34,19 @@
     {% call statement('cache_scope_orders', fetch_result=false) %}
         cache table {{ relation }}
     {% endcall %}
-    {{ return("select order_id from " ~ relation) }}
+    {#- the raw versions of those orders, read once: the select refers to the versions of the
+        scope's orders and lines several times (staging, current state, the customers they
+        name), and each reference was a scan of the whole raw table (order_id is not
+        clustered: nothing to prune) -#}
+    {% for table in ['orders', 'order_items'] %}
+        {% call statement('create_scope_versions_view', fetch_result=false) %}
+            create or replace temporary view {{ scope_versions_relation(table) }} as
+            select * from {{ source('shop', table) }}
+            where order_id in (select order_id from {{ relation }})
+        {% endcall %}
+        {% call statement('cache_scope_versions', fetch_result=false) %}
+            cache table {{ scope_versions_relation(table) }}
+        {% endcall %}
+    {% endfor %}
+    {{ return(cached_scope_orders_subquery()) }}
 {% endmacro %}

@@ -74,7 +74,7 @@
         and ({{ predicate }})
     {%- endfor %}
     {%- set partition_column = (config.get('partition_by') or ['order_date'])[0] %}
-    {%- set partitions = scope_order_dates('DBT_INTERNAL_DEST.' ~ partition_column, cached=true) %}
+    {%- set partitions = scope_order_dates('DBT_INTERNAL_DEST.' ~ partition_column) %}
     {%- if partitions %}
         and ({{ partitions }})
     {%- endif %}

@@ -10,6 +10,6 @@
     {% if not scoped_orders %}
         {{ return(none) }}
     {% endif %}
-    {% set dates = scope_order_dates(date_column, cached=true) %}
+    {% set dates = scope_order_dates(date_column) %}
     {{ return("(" ~ dates ~ ") and order_id in (" ~ scoped_orders ~ ")") }}
 {% endmacro %}

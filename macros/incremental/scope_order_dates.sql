@@ -7,8 +7,9 @@
     and the MERGE's ON clause (guarded_merge_sql) both take it. Literals, not a subquery:
     Iceberg prunes files at planning time only on predicates it is given as values. The model
     says it is scoped by orders in its config: meta `scope_by_orders: {domain, awaiting}`.
-    `cached`: read the orders from the run's cached view (cache_scope_orders), once it was made. -#}
-{% macro scope_order_dates(column, cached=false) %}
+    Called once the model's select has compiled (cache_scope_orders made the run's cached views):
+    the dates come from the cached versions of the run's orders, not from raw.orders. -#}
+{% macro scope_order_dates(column) %}
     {% if not execute or not is_incremental() %}
         {{ return(none) }}
     {% endif %}
@@ -20,14 +21,11 @@
     {% if order_ids is none %}
         {{ return(none) }}
     {% endif %}
-    {% if cached %}
-        {% set order_ids = "select order_id from " ~ scope_orders_relation() %}
-    {% endif %}
     {#- as text: the embedded engine returns dates, the Thrift Server strings -#}
     {% set result = run_query(
         "select distinct date_format(ordered_at, 'yyyy-MM-dd') as order_date from "
-        ~ source('shop', 'orders')
-        ~ " where ordered_at is not null and order_id in (" ~ order_ids ~ ")") %}
+        ~ versions_in_scope('orders', cached_scope_orders_subquery())
+        ~ " as versions where ordered_at is not null") %}
     {% set dates = [] %}
     {% for row in result.rows %}
         {% set text = row[0] | string %}

@@ -6,8 +6,8 @@
 {% macro orders_current_state(order_ids=none) %}
 {%- set customer_ids = none -%}
 {%- if order_ids -%}
-    {%- set customer_ids = "select customer_id from " ~ source('shop', 'orders')
-        ~ " where order_id in (" ~ order_ids ~ ")" -%}
+    {%- set customer_ids = "select customer_id from "
+        ~ versions_in_scope('orders', order_ids) -%}
 {%- endif %}
     with
 

@@ -8,10 +8,7 @@
     by them and Spark ranks only those keys). The staging models and the intermediate macros
     are built on it. -#}
 {% macro staged_versions(table, key_columns, keys_in=none, key_column=none) -%}
-    {%- set restricted -%}
-        (select * from {{ source('shop', table) }}
-        {%- if keys_in %} where {{ key_column or key_columns[0] }} in ({{ keys_in }}){% endif %})
-    {%- endset -%}
+    {%- set restricted = versions_in_scope(table, keys_in, key_column or key_columns[0]) -%}
     {%- set loadable -%}
         ({{ screened_versions(restricted, table) }})
     {%- endset -%}

@@ -7,15 +7,20 @@
 
 -- One row per sales channel: the reference seed, plus any channel code seen in orders that the
 -- seed does not list (named after its code, group 'unknown'), so every fact row has its channel.
-{#- A daily run reads the current version of some orders only: those with a version among the
-    run's changes (changed_versions_predicate), and those with a version naming a channel the
-    table does not hold (however old). Any channel a current version names and the table lacks
-    is among theirs, and the dimension never drops a channel (merge_source sends only new or
-    changed rows). A full build and a backfill read every order. -#}
+{#- A daily run reads the current version of some orders only: those with a version landed
+    after the last committed run started (incremental_landed_bound), which that run had not
+    read: any channel a current version names and the table lacks is among theirs, and the
+    dimension never drops a channel (merge_source sends only new or changed rows). Without a
+    recorded start: those with a version updated after the lower bound, and those with a
+    version naming a channel the table does not hold (however old: a scan of every order
+    version). A full build and a backfill read every order. -#}
 {%- set order_ids = none %}
-{%- set changed_versions = changed_versions_predicate('sales') %}
-{%- if changed_versions is not none %}
-    {%- set order_ids = "select order_id from " ~ source('shop', 'orders') ~ " where " ~ changed_versions
+{%- set landed_bound = incremental_landed_bound() %}
+{%- set lower_bound = incremental_lower_bound('sales') if backfill_window() is none else none %}
+{%- if landed_bound is not none %}
+    {%- set order_ids = "select order_id from " ~ source('shop', 'orders') ~ " where _loaded_at > " ~ landed_bound %}
+{%- elif lower_bound is not none %}
+    {%- set order_ids = "select order_id from " ~ source('shop', 'orders') ~ " where updated_at > " ~ lower_bound
         ~ " union select order_id from " ~ source('shop', 'orders') ~ " where lower(trim(channel)) not in"
         ~ " (select known.channel from " ~ this ~ " as known where known.channel is not null)" %}
 {%- endif %}

@@ -9,14 +9,20 @@
 -- member (customer_id -1), for facts whose customer has not arrived yet.
 {%- set scope = incremental_scope('customers') %}
 {#- the customers a daily run recomputes (over every raw version: each is recomputed from all
-    its versions): those with a version among the run's changes (changed_versions_predicate:
-    updated after the lower bound, landed after the last committed run started), and those the
-    table does not hold yet; the staging ranks only their versions -#}
+    its versions), a superset of the scope below: those with a version landed after the last
+    committed run started (incremental_landed_bound): every version among the run's changes
+    is, and so is every customer the table does not hold yet, since that run loaded every one
+    landed before it. Without a recorded start: those with a version updated after the lower
+    bound, and those the table does not hold (an anti-join of every customer against the
+    table). The staging ranks only their versions. -#}
 {%- set customer_ids = none %}
-{%- set changed_versions = changed_versions_predicate('customers') %}
-{%- if scope and changed_versions %}
-    {%- set customer_ids = "select customer_id from " ~ source('shop', 'customers') ~ " where "
-        ~ changed_versions ~ " union (select customer_id from " ~ source('shop', 'customers')
+{%- set landed_bound = incremental_landed_bound() %}
+{%- if scope and landed_bound %}
+    {%- set customer_ids = "select customer_id from " ~ source('shop', 'customers')
+        ~ " where _loaded_at > " ~ landed_bound %}
+{%- elif scope and backfill_window() is none %}
+    {%- set customer_ids = "select customer_id from " ~ source('shop', 'customers') ~ " where updated_at > "
+        ~ incremental_lower_bound('customers') ~ " union (select customer_id from " ~ source('shop', 'customers')
         ~ " except select customer_id from " ~ this ~ ")" %}
 {%- endif %}
 -- depends_on: {{ ref('stg_shop__customers') }}

@@ -55,6 +55,7 @@ class Scenario:
     rerun_change: dict = field(default_factory=dict)  # table -> summary of a new snapshot, if any
     merge_sql: dict = field(default_factory=dict)  # fact -> the MERGE its incremental run executed
     scope_orders: dict = field(default_factory=dict)  # fact -> the orders its incremental run recomputed
+    scope_versions: dict = field(default_factory=dict)  # (fact, raw table) -> (cached versions, raw's)
     scratch_after: list = field(default_factory=list)
     tables_after_rerun: dict = field(default_factory=dict)
     watermark_after_rerun: object = None
@@ -117,6 +118,12 @@ def scenario(spark, dbt, tmp_path_factory) -> Scenario:
     # the run's scope, as cache_scope_orders cached it in this (the embedded engine's) session
     s.scope_orders = {fact: sorted(r.order_id for r in wh.rows(f"select order_id from scope_orders__{fact}"))
                       for fact in ("fct_order_item", "fct_orders")}
+    # the raw versions of those orders, as cache_scope_orders cached them, against raw itself
+    s.scope_versions = {
+        (fact, table): tuple(sorted(map(repr, wh.rows(query))) for query in (
+            f"select * from scope_{table}_versions__{fact}",
+            f"select * from raw.{table} where order_id in (select order_id from scope_orders__{fact})"))
+        for fact in ("fct_order_item", "fct_orders") for table in ("orders", "order_items")}
     s.scratch_after = [row.tableName for row in wh.rows("show tables in scratch") if not row.isTemporary] \
         if spark.catalog.databaseExists("scratch") else []
     s.after = wh.fact_lines()
@@ -248,6 +255,17 @@ def test_facts_compare_with_their_table_only_for_the_orders_in_scope(scenario):
     for fact, sql in scenario.compiled_sql.items():
         existing = sql[max(0, sql.index(") as existing") - 400):sql.index(") as existing")]
         assert f"and order_id in (select order_id from scope_orders__{fact})" in existing, sql
+
+
+def test_facts_read_the_raw_versions_of_their_orders_once(scenario):
+    # the versions of the run's orders and lines are read from raw once, into cached views, and
+    # every reference of the select (staging, current state, the customers they name) reads
+    # those: the compiled select never scans raw.orders or raw.order_items itself
+    for fact, sql in scenario.compiled_sql.items():
+        assert "raw.order_items" not in sql and "raw.orders" not in sql, fact
+        assert f"scope_order_items_versions__{fact}" in sql and f"scope_orders_versions__{fact}" in sql, fact
+    for (fact, table), (cached, raw) in scenario.scope_versions.items():
+        assert cached == raw and len(cached) > 0, (fact, table)
 
 
 def test_changelog_counts_match_the_cases(scenario):

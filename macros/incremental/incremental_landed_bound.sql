@@ -1,0 +1,31 @@
+{#- The landing bound of a daily run, as a SQL timestamp literal: when the model's last committed
+    run started (control.etl_watermark.last_run_started_at, advance_watermark), less var
+    `landing_overlap_minutes`. Every version landed before it was in that run's reach, so only
+    versions landed after it can be news. The margin covers a landing stamped before a run
+    started but committed after it read (through a Thrift Server, where nothing serialises
+    landing and runs), and the clocks of the dbt host and the Spark driver: 60 minutes, but 0
+    on the profile's `embedded` target (one clock, a lock), unless the var says otherwise.
+    None when every row is in scope (full build, full refresh, backfill) or the pipeline has no
+    recorded start (a watermark table from before the column: its next run reads the whole
+    lookback, then records its start). -#}
+{% macro incremental_landed_bound() %}
+    {% if not is_incremental() or backfill_window() is not none %}
+        {{ return(none) }}
+    {% endif %}
+    {% set last_run_started_at = get_watermark(this.identifier, 'last_run_started_at') %}
+    {% if last_run_started_at is none %}
+        {{ return(none) }}
+    {% endif %}
+    {% set overlap = var('landing_overlap_minutes', none) %}
+    {% if overlap is none %}
+        {#- the profile's embedded target: one clock, and the state folder's lock serialises
+            landings and runs (dbt's `target` does not carry dbt-spark's connection method) -#}
+        {% set overlap = 0 if target.name == 'embedded' else 60 %}
+    {% endif %}
+    {% if overlap is not integer or overlap < 0 %}
+        {{ exceptions.raise_compiler_error(
+            "var 'landing_overlap_minutes' must be a whole number of minutes >= 0; got: " ~ overlap) }}
+    {% endif %}
+    {% set margin = modules.datetime.timedelta(minutes=overlap) %}
+    {{ return(timestamp_literal(last_run_started_at - margin)) }}
+{% endmacro %}
