@@ -1,6 +1,7 @@
 {#- on-run-start: create the control schema, the watermark table (one row per pipeline =
     incremental model; see advance_watermark) and the run records (see record_runs) if they are
-    missing, and add the watermark table's newer columns to one made before them. Nothing under backfill vars: a backfill never reads or moves the watermark, and the
+    missing, and add the watermark table's newer columns to one made before them. Nothing under
+    backfill vars: a backfill never reads or moves the watermark, and the
     runner creates these tables when it starts (`dbt run-operation ensure_control_tables`). -#}
 {% macro ensure_control_tables() %}
     {% if execute and backfill_window() is none %}

@@ -2,9 +2,8 @@
     by the model's select as it compiles, it creates a cached temporary view of this session
     (scope_orders_relation) from scope_order_ids, and the raw versions of those orders and of
     their lines (scope_versions_relation, read by versions_in_scope), and returns the subquery
-    of the orders (cached_scope_orders_subquery), which
-    the model's select, merge_source's read of the table (scope_existing_rows) and the MERGE's
-    order dates (scope_order_dates, cached) all take. Before, a pre-hook made the view after the
+    of the orders (cached_scope_orders_subquery), which the model's select, merge_source's read
+    of the table (scope_existing_rows) and the order dates (scope_order_dates) all take. Before, a pre-hook made the view after the
     select had compiled, so the compile-time order dates evaluated the scope's raw scans once
     more (at 5M lines, the product branch reads the product_id of every line version). Without
     any cache, each reference to the scope inside the select and each pass of the MERGE

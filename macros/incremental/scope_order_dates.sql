@@ -7,8 +7,9 @@
     and the MERGE's ON clause (guarded_merge_sql) both take it. Literals, not a subquery:
     Iceberg prunes files at planning time only on predicates it is given as values. The model
     says it is scoped by orders in its config: meta `scope_by_orders: {domain, awaiting}`.
-    Called once the model's select has compiled (cache_scope_orders made the run's cached views):
-    the dates come from the cached versions of the run's orders, not from raw.orders. -#}
+    Called after cache_scope_orders made the run's cached views (by the select, after it, and
+    by the MERGE): the dates come from the cached versions of the run's orders, not from
+    raw.orders. -#}
 {% macro scope_order_dates(column) %}
     {% if not execute or not is_incremental() %}
         {{ return(none) }}
