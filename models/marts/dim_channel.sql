@@ -16,7 +16,10 @@
     version). A full build and a backfill read every order. -#}
 {%- set order_ids = none %}
 {%- set landed_bound = incremental_landed_bound() %}
-{%- set lower_bound = incremental_lower_bound('sales') if backfill_window() is none else none %}
+{%- set lower_bound = none %}
+{%- if landed_bound is none and backfill_window() is none %}
+    {%- set lower_bound = incremental_lower_bound('sales') %}
+{%- endif %}
 {%- if landed_bound is not none %}
     {%- set order_ids = "select order_id from " ~ source('shop', 'orders') ~ " where _loaded_at > " ~ landed_bound %}
 {%- elif lower_bound is not none %}
