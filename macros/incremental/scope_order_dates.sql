@@ -18,7 +18,7 @@
     {% if not settings %}
         {{ return(none) }}
     {% endif %}
-    {% set order_ids = scope_order_ids(settings['domain'], awaiting=settings.get('awaiting')) %}
+    {% set order_ids = scope_order_ids(settings['domain']) %}
     {% if order_ids is none %}
         {{ return(none) }}
     {% endif %}

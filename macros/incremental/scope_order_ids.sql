@@ -10,13 +10,13 @@
       (changed_versions_predicate: updated after the lower bound, landed after the last
       committed run started), the orders placed at or after such a product version and
       holding a line of that product (the new cost is in effect for them; all the
-      product's orders when the version is its earliest), and the orders of the table's rows for
-      which `awaiting` is true (pointing to an unknown member).
+      product's orders when the version is its earliest). cache_scope_orders adds the orders
+      of the table's rows still awaiting a member.
     - Backfill: the orders with a version dated in the window, and those the table holds in it.
     A row of incremental_scope's daily scope has updated_at = the greatest of its line's,
     order's and product version's update times, all versions of these raw tables: its order is
     here. -#}
-{% macro scope_order_ids(domain, awaiting=none) %}
+{% macro scope_order_ids(domain) %}
     {% if not is_incremental() %}
         {{ return(none) }}
     {% endif %}
@@ -95,10 +95,6 @@
         union
         select order_id from {{ order_items }}
         where product_id in ({{ earliest_changed }})
-        {%- endif %}
-        {%- if awaiting %}
-        union
-        select order_id from {{ this }} where {{ awaiting }}
         {%- endif %}
     {% endset %}
     {{ return(changed) }}

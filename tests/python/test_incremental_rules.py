@@ -124,6 +124,8 @@ def scenario(spark, dbt, tmp_path_factory) -> Scenario:
             f"select * from scope_{table}_versions__{fact}",
             f"select * from raw.{table} where order_id in (select order_id from scope_orders__{fact})"))
         for fact in ("fct_order_item", "fct_orders") for table in ("orders", "order_items")}
+    # the changed orders and their raw versions as the two facts shared them (cache_shared_scope)
+    s.shared_views = shared_scope_views(wh)
     s.scratch_after = [row.tableName for row in wh.rows("show tables in scratch") if not row.isTemporary] \
         if spark.catalog.databaseExists("scratch") else []
     s.after = wh.fact_lines()
@@ -141,11 +143,17 @@ def scenario(spark, dbt, tmp_path_factory) -> Scenario:
         if wh.snapshot_id(t) != snapshots[t] else {} for t in MARTS
     }
     s.tables_after_rerun = {t: wh.table(t) for t in MARTS}
+    s.shared_views_after_rerun = shared_scope_views(wh)
     s.watermark_after_rerun = wh.watermark("fct_order_item")
 
     wh.dbt_run("--full-refresh")
     s.tables_after_full_refresh = {t: wh.table(t) for t in MARTS}
     return s
+
+
+def shared_scope_views(wh: Warehouse) -> list[str]:
+    """The session's temporary views of a run's shared scope (cache_shared_scope)."""
+    return sorted(row.viewName for row in wh.rows("show views like 'scope_shared_*'") if row.isTemporary)
 
 
 def test_correction_with_old_order_date_and_new_update_time_is_merged(scenario):
@@ -197,8 +205,7 @@ def test_late_product_version_restates_the_cost_of_the_lines_it_now_covers(scena
 def test_a_late_product_version_reaches_only_the_orders_placed_after_it(scenario):
     # 101-106 changed; 107 holds a line of product 2 placed after its new version (2025-01-09);
     # 108 holds one placed before it (2025-01-07) and nothing of it changed: not recomputed
-    for fact in ("fct_order_item", "fct_orders"):
-        assert scenario.scope_orders[fact] == [101, 102, 103, 104, 105, 106, 107], fact
+    assert scenario.scope_orders["fct_order_item"] == scenario.scope_orders["fct_orders"] != []
     assert scenario.after[(108, 1)] == scenario.base[(108, 1)]
     assert scenario.after[(108, 1)].product_key == md5_key(2, "2024-12-01 00:00:00")
 
@@ -266,6 +273,21 @@ def test_facts_read_the_raw_versions_of_their_orders_once(scenario):
         assert f"scope_order_items_versions__{fact}" in sql and f"scope_orders_versions__{fact}" in sql, fact
     for (fact, table), (cached, raw) in scenario.scope_versions.items():
         assert cached == raw and len(cached) > 0, (fact, table)
+
+
+def test_the_facts_of_one_run_share_the_cached_versions_of_their_changed_orders(scenario):
+    # fct_order_item and fct_orders find the same changed orders (same watermark, same landing
+    # bound): the first caches them and their raw versions once, the second reads that cache
+    # (the versions each fact read equal raw's: test above)
+    views = scenario.shared_views
+    assert sorted(name.split("__")[0] for name in views) == [
+        "scope_shared_changed", "scope_shared_order_items", "scope_shared_orders"], views
+    assert len({name.split("__")[1] for name in views}) == 1, views
+    assert scenario.scope_orders["fct_order_item"] == scenario.scope_orders["fct_orders"] != []
+    # the next invocation dropped them (and their caches) before caching its own: a long-lived
+    # session holds one run's scope, not every run's
+    rerun = scenario.shared_views_after_rerun
+    assert len(rerun) == 3 and not set(rerun) & set(views), (views, rerun)
 
 
 def test_changelog_counts_match_the_cases(scenario):
