@@ -11,11 +11,18 @@
     Renders nothing (no statement) for a model without sources, and in a backfill (vars
     backfill_start/backfill_end): a backfill restates history and never moves the daily
     pipeline's watermark; nor for the scratch build of a dual-run comparison (var
-    dual_run_model). Only rows above the stored watermark are read (they alone can move it).
+    dual_run_model), nor when no input landed anything since the last run started
+    (nothing_landed_since_last_run). Only rows above the stored watermark are read (they alone
+    can move it).
     It also records when this invocation started (`last_run_started_at`), moved or not: every
     version landed by then was in reach of this committed run (changed_versions_predicate). -#}
 {% macro advance_watermark() %}
     {% if not execute or backfill_window() is not none or var('dual_run_model', none) is not none %}
+        {{ return('') }}
+    {% endif %}
+    {#- nothing landed since the last run started: the watermark cannot move, and that start
+        can stay the next run's landing bound -#}
+    {% if nothing_landed_since_last_run() %}
         {{ return('') }}
     {% endif %}
     {% set excluded = model_meta('watermark_exclude') or [] %}

@@ -17,7 +17,9 @@
     - with meta `stage_merge_source` (every mart), the source is written once to a scratch
       table before the MERGE (stage_merge_source) instead of being evaluated by each of its
       passes; when it holds no row (no row of the table changes: a dimension on most days, any
-      rerun) no MERGE runs at all, so the run commits no empty snapshot.
+      rerun) no MERGE runs at all, so the run commits no empty snapshot; nor is anything
+      staged when no input of the model landed anything since its last run
+      (nothing_landed_since_last_run).
     The marts are merge-on-read: the MERGE adds the changed rows and position deletes, only in
     the partitions of matched or inserted rows. -#}
 {% macro guarded_merge_sql(target, source, unique_key, incremental_predicates) %}
@@ -38,6 +40,10 @@
             "model " ~ target ~ ": its select no longer matches the table (columns missing from the "
             ~ "select: " ~ missing ~ ", new columns: " ~ extra ~ "; the select must end with "
             ~ "merge_source()). Rebuild it with --full-refresh, or migrate the table first.") }}
+    {% endif %}
+    {% if nothing_landed_since_last_run() %}
+        {#- the main statement must be one: a select that reads and writes nothing -#}
+        {{ return("select 'nothing to merge' as merge_skipped") }}
     {% endif %}
     {% set merge_from = stage_merge_source(source) %}
     {% set staged_orders = none %}

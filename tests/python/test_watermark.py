@@ -1,4 +1,5 @@
-"""The watermark: advanced only after a committed MERGE, and the limits of the lookback."""
+"""The watermark: advanced only after a committed MERGE, the limits of the lookback, and what a
+daily run can skip because nothing it reads has changed."""
 
 from __future__ import annotations
 
@@ -166,3 +167,33 @@ def test_run_records_match_the_snapshot_summaries_and_record_failed_runs(base: W
     assert failed.status == "error" and "no longer matches the table" in failed.message
     assert failed.snapshots_committed == 0
     assert failed.watermark_before == failed.watermark_after == naive("2025-01-11 10:00")
+
+
+def test_a_model_none_of_whose_inputs_landed_anything_stages_and_commits_nothing(base: Warehouse):
+    def control(pipeline: str):
+        return base.rows("select watermark_ts, last_run_started_at from control.etl_watermark"
+                         f" where pipeline_name = '{pipeline}'")[0]
+
+    marts = ("dim_customer", "dim_product", "dim_channel", "fct_order_item")
+    snapshots = {m: base.snapshot_id(f"marts.{m}") for m in marts}
+    recorded = {m: control(m) for m in marts}
+    # only orders and lines land: the customers' and products' dimensions can change nothing
+    base.land(orders=[order(103, "2025-01-11 10:00")], order_items=[item(103, 1, "2025-01-11 10:00")])
+    results = {r.name: r for r in base.dbt_run()}
+    for quiet in ("dim_customer", "dim_product"):
+        assert results[quiet].status == "success", quiet
+        assert base.snapshot_id(f"marts.{quiet}") == snapshots[quiet], quiet
+        assert control(quiet) == recorded[quiet], quiet  # not even the start: nothing to record
+    # a seed is an input no landing shows: dim_channel runs as before; the fact loads 103
+    assert control("dim_channel").last_run_started_at > recorded["dim_channel"].last_run_started_at
+    assert (103, 1) in base.fact_lines()
+    assert control("fct_order_item").watermark_ts == naive("2025-01-11 10:00")
+
+    # a customer lands, stamped long before the window: dim_customer reads it at once (its landing
+    # bound is still the start of the run before)
+    base.land(customers=[customer(2, "2024-06-01 00:00", segment="business")])
+    base.dbt_run()
+    assert base.rows("select segment from marts.dim_customer where customer_id = 2")[0].segment == "business"
+    assert control("dim_customer").last_run_started_at > recorded["dim_customer"].last_run_started_at
+    assert base.snapshot_id("marts.dim_product") == snapshots["dim_product"]
+
