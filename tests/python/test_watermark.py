@@ -197,3 +197,19 @@ def test_a_model_none_of_whose_inputs_landed_anything_stages_and_commits_nothing
     assert control("dim_customer").last_run_started_at > recorded["dim_customer"].last_run_started_at
     assert base.snapshot_id("marts.dim_product") == snapshots["dim_product"]
 
+
+def test_the_calendar_is_left_alone_until_its_spine_vars_move(base: Warehouse):
+    days = base.rows("select count(*) as n, max(date_day) as last from marts.dim_date")[0]
+    snapshot = base.snapshot_id("marts.dim_date")
+    base.dbt_run("--select", "dim_date")
+    assert base.snapshot_id("marts.dim_date") == snapshot  # every day held: nothing compared, nothing merged
+    base.dbt_run("--select", "dim_date", "--vars", "{date_spine_end: '2028-01-31'}")
+    extended = base.rows("select count(*) as n, max(date_day) as last from marts.dim_date")[0]
+    assert (extended.n, str(extended.last)) == (days.n + 31, "2028-01-31")
+    [day] = base.rows("select * from marts.dim_date where date_key = 20280131")
+    assert (day.day_name, day.month_name, day.is_weekend) == ("Monday", "January", False)
+    for bad in ("{date_spine_end: '2028-02-30'}", "{date_spine_end: \"2028-01-31' or 1=1\"}",
+                "{date_spine_start: '2029-01-01'}"):
+        [failed] = [r for r in base.dbt.invoke("run", "--select", "dim_date", "--vars", bad, check=False)
+                    if r.name == "dim_date"]
+        assert failed.status == "error" and "date_spine" in failed.message, (bad, failed.message)
