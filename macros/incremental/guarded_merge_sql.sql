@@ -19,7 +19,8 @@
       passes; when it holds no row (no row of the table changes: a dimension on most days, any
       rerun) no MERGE runs at all, so the run commits no empty snapshot; nor is anything
       staged when no input of the model landed anything since its last run
-      (nothing_landed_since_last_run).
+      (nothing_landed_since_last_run), nor when a model with meta `probe_before_staging` (a
+      select cheap to evaluate twice: dim_date, dim_channel) selects no row.
     The marts are merge-on-read: the MERGE adds the changed rows and position deletes, only in
     the partitions of matched or inserted rows. -#}
 {% macro guarded_merge_sql(target, source, unique_key, incremental_predicates) %}
@@ -43,6 +44,12 @@
     {% endif %}
     {% if nothing_landed_since_last_run() %}
         {#- the main statement must be one: a select that reads and writes nothing -#}
+        {{ return("select 'nothing to merge' as merge_skipped") }}
+    {% endif %}
+    {#- a model whose select is cheap to evaluate (meta probe_before_staging) is probed first:
+        on most days it has no row, and neither a scratch table nor a MERGE is needed -#}
+    {% if model_meta('probe_before_staging', false)
+        and run_query("select 1 from " ~ source ~ " limit 1").rows | length == 0 %}
         {{ return("select 'nothing to merge' as merge_skipped") }}
     {% endif %}
     {% set merge_from = stage_merge_source(source) %}

@@ -2,6 +2,7 @@
     config(
         unique_key='date_key',
         version_column=none,
+        meta={'probe_before_staging': true},
     )
 }}
 
