@@ -3,7 +3,9 @@ daily run can skip because nothing it reads has changed."""
 
 from __future__ import annotations
 
+import os
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
@@ -213,3 +215,29 @@ def test_the_calendar_is_left_alone_until_its_spine_vars_move(base: Warehouse):
         [failed] = [r for r in base.dbt.invoke("run", "--select", "dim_date", "--vars", bad, check=False)
                     if r.name == "dim_date"]
         assert failed.status == "error" and "date_spine" in failed.message, (bad, failed.message)
+
+
+def test_the_channel_dimension_reads_no_order_version_unless_a_landed_one_names_a_new_channel(base: Warehouse):
+    compiled = Path(os.environ["DBT_TARGET_PATH"]) / "compiled" / "backfill_safe" / "models" / "marts" / "dim_channel.sql"
+    snapshot = base.snapshot_id("marts.dim_channel")
+    # orders of channels the table holds: no order version is read, no row is staged or merged
+    base.land(orders=[order(103, "2025-01-11 10:00", channel="app")], order_items=[item(103, 1, "2025-01-11 10:00")])
+    base.dbt_run()
+    assert "raw.orders" not in compiled.read_text()
+    assert base.snapshot_id("marts.dim_channel") == snapshot
+    assert (103, 1) in base.fact_lines()
+
+    # a current version names a new channel; a late, older version of 102 names another, but
+    # 102's current version names web: only the current one's channel is added (as a full build)
+    base.land(orders=[order(104, "2025-01-11 11:00", channel=" Kiosk "),
+                      order(102, "2025-01-10 10:00", "2025-01-10 09:00", channel="fax")],
+              order_items=[item(104, 1, "2025-01-11 11:00")])
+    base.dbt_run()
+    assert "raw.orders" in compiled.read_text()
+    channels = {row.channel: (row.channel_name, row.channel_group)
+                for row in base.rows("select channel, channel_name, channel_group from marts.dim_channel")}
+    assert channels["kiosk"] == ("Kiosk", "unknown")
+    assert "fax" not in channels and channels["web"] == ("Web shop", "online")
+    incremental = base.table("marts.dim_channel")
+    base.dbt_run("--select", "dim_channel", "--full-refresh")
+    assert base.table("marts.dim_channel") == incremental
