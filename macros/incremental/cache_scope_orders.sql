@@ -14,6 +14,11 @@
       changed orders are read from raw and cached with the shared ones (none on most days).
     Without any cache, each reference to the scope inside the select and each pass of the MERGE
     evaluated the raw scans again (measured at 1M: 24 scans of raw.order_items in one MERGE).
+    The cached views are hash-partitioned on order_id (`REPARTITION(order_id)`: a shuffle of the
+    few rows found): a cache keeps its plan's partitions, and a scan of raw has one per split
+    (92 at 1M lines, more as raw grows), so every stage reading the cache ran that many tasks
+    of a few rows each; hashed on order_id, the select's windows and joins on the order's keys
+    also find their input already clustered.
     Returns none, and creates nothing, when every order is in scope (full build, full refresh,
     no watermark yet) or while dbt parses. -#}
 {% macro cache_scope_orders() %}
@@ -37,11 +42,13 @@
     {% set relation = scope_orders_relation() %}
     {% call statement('create_scope_orders_view', fetch_result=false) %}
         create or replace temporary view {{ relation }} as
-        select order_id from {{ shared.changed }}
-        {%- if awaiting %}
-        union
-        select order_id from {{ this }} where {{ awaiting }}
-        {%- endif %}
+        select /*+ REPARTITION(order_id) */ order_id from (
+            select order_id from {{ shared.changed }}
+            {%- if awaiting %}
+            union
+            select order_id from {{ this }} where {{ awaiting }}
+            {%- endif %}
+        ) as scoped
     {% endcall %}
     {% call statement('cache_scope_orders', fetch_result=false) %}
         cache table {{ relation }}
@@ -97,7 +104,8 @@
         {% endcall %}
     {% endfor %}
     {% call statement('create_shared_scope_view', fetch_result=false) %}
-        create or replace temporary view {{ shared.changed }} as {{ changed }}
+        create or replace temporary view {{ shared.changed }} as
+        select /*+ REPARTITION(order_id) */ order_id from ({{ changed }}) as changed
     {% endcall %}
     {% call statement('cache_shared_scope', fetch_result=false) %}
         cache table {{ shared.changed }}
@@ -109,7 +117,7 @@
     {% for table in ['orders', 'order_items'] %}
         {% call statement('create_shared_versions_view', fetch_result=false) %}
             create or replace temporary view {{ shared[table] }} as
-            select * from {{ source('shop', table) }}
+            select /*+ REPARTITION(order_id) */ * from {{ source('shop', table) }}
             where order_id in (select order_id from {{ shared.changed }})
         {% endcall %}
         {% call statement('cache_shared_versions', fetch_result=false) %}
