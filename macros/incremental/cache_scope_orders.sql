@@ -74,11 +74,31 @@
             {% endcall %}
         {% endif %}
     {% endfor %}
+    {#- the versions of the customers the scope's order versions name (whether each arrived):
+        the shared ones, plus, with extra orders, those of the customers only they name -#}
+    {% call statement('create_scope_versions_view', fetch_result=false) %}
+        create or replace temporary view {{ scope_versions_relation('customers') }} as
+        select * from {{ shared.customers }}
+        {%- if extra %}
+        union all
+        select * from {{ source('shop', 'customers') }}
+        where customer_id in (select customer_id from {{ scope_versions_relation('orders') }})
+            and customer_id not in (
+                select customer_id from {{ shared.orders }} where customer_id is not null
+            )
+        {%- endif %}
+    {% endcall %}
+    {% if extra %}
+        {% call statement('cache_scope_versions', fetch_result=false) %}
+            cache table {{ scope_versions_relation('customers') }}
+        {% endcall %}
+    {% endif %}
     {{ return(cached_scope_orders_subquery()) }}
 {% endmacro %}
 
 {#- The cached temporary views of the orders a run of `domain` finds changed (the SQL
-    `changed`, from scope_order_ids) and of their raw versions, shared by the models of this
+    `changed`, from scope_order_ids), of their raw versions and of the raw versions of the
+    customers those name, shared by the models of this
     dbt invocation that compute the same SQL (shared_scope_relations): made and cached by the
     first, found by the next (SHOW VIEWS lists this session's temporary views). Views left by
     an earlier invocation for the same domain are dropped (and so uncached) first, so a
@@ -94,7 +114,8 @@
             {% do found.append(name) %}
         {% endif %}
     {% endfor %}
-    {% if shared.changed in found and shared.orders in found and shared.order_items in found %}
+    {% if shared.changed in found and shared.orders in found and shared.order_items in found
+        and shared.customers in found %}
         {{ return(shared) }}
     {% endif %}
     {% for name in found
@@ -124,5 +145,16 @@
             cache table {{ shared[table] }}
         {% endcall %}
     {% endfor %}
+    {#- the versions of every customer those orders' versions name: both facts look up whether
+        each arrived (fct_orders twice: for its orders and for its lines), and each lookup was a
+        scan of every customer version (customer_id is not clustered either) -#}
+    {% call statement('create_shared_versions_view', fetch_result=false) %}
+        create or replace temporary view {{ shared.customers }} as
+        select /*+ REPARTITION(customer_id) */ * from {{ source('shop', 'customers') }}
+        where customer_id in (select customer_id from {{ shared.orders }})
+    {% endcall %}
+    {% call statement('cache_shared_versions', fetch_result=false) %}
+        cache table {{ shared.customers }}
+    {% endcall %}
     {{ return(shared) }}
 {% endmacro %}

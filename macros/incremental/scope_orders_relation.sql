@@ -4,11 +4,12 @@
 {% endmacro %}
 
 {#- The session's temporary view of the raw versions of this model's orders in scope, of
-    `table` (orders or order_items): cache_scope_orders makes it, versions_in_scope reads it. -#}
+    `table` (orders or order_items), or of the customers those orders' versions name
+    (customers): cache_scope_orders makes it, versions_in_scope reads it. -#}
 {% macro scope_versions_relation(table) %}
-    {% if table not in ('orders', 'order_items') %}
+    {% if table not in ('orders', 'order_items', 'customers') %}
         {{ exceptions.raise_compiler_error(
-            "scope_versions_relation: orders or order_items, not '" ~ table ~ "'") }}
+            "scope_versions_relation: orders, order_items or customers, not '" ~ table ~ "'") }}
     {% endif %}
     {{ return('scope_' ~ table ~ '_versions__' ~ validated_identifier(this.identifier)) }}
 {% endmacro %}
@@ -34,7 +35,9 @@
         'changed': 'scope_shared_changed__' ~ suffix,
         'orders': 'scope_shared_orders__' ~ suffix,
         'order_items': 'scope_shared_order_items__' ~ suffix,
-        'of_domain': 'scope_shared_(?:changed|orders|order_items)__' ~ (domain | lower) ~ '_([0-9a-f]{12})_[0-9a-f]{12}',
+        'customers': 'scope_shared_customers__' ~ suffix,
+        'of_domain': 'scope_shared_(?:changed|orders|order_items|customers)__' ~ (domain | lower)
+            ~ '_([0-9a-f]{12})_[0-9a-f]{12}',
         'invocation': invocation,
     }) }}
 {% endmacro %}

@@ -124,6 +124,13 @@ def scenario(spark, dbt, tmp_path_factory) -> Scenario:
             f"select * from scope_{table}_versions__{fact}",
             f"select * from raw.{table} where order_id in (select order_id from scope_orders__{fact})"))
         for fact in ("fct_order_item", "fct_orders") for table in ("orders", "order_items")}
+    # the versions of the customers those orders' versions name, cached, against raw
+    s.scope_versions.update({
+        (fact, "customers"): tuple(sorted(map(repr, wh.rows(query))) for query in (
+            f"select * from scope_customers_versions__{fact}",
+            "select * from raw.customers where customer_id in"
+            f" (select customer_id from raw.orders where order_id in (select order_id from scope_orders__{fact}))"))
+        for fact in ("fct_order_item", "fct_orders")})
     # the changed orders and their raw versions as the two facts shared them (cache_shared_scope)
     s.shared_views = shared_scope_views(wh)
     s.scratch_after = [row.tableName for row in wh.rows("show tables in scratch") if not row.isTemporary] \
@@ -264,13 +271,14 @@ def test_facts_compare_with_their_table_only_for_the_orders_in_scope(scenario):
         assert f"and order_id in (select order_id from scope_orders__{fact})" in existing, sql
 
 
-def test_facts_read_the_raw_versions_of_their_orders_once(scenario):
+def test_facts_read_the_raw_versions_of_their_orders_and_customers_once(scenario):
     # the versions of the run's orders and lines are read from raw once, into cached views, and
     # every reference of the select (staging, current state, the customers they name) reads
-    # those: the compiled select never scans raw.orders or raw.order_items itself
+    # those: the compiled select never scans raw.orders, raw.order_items or raw.customers itself
     for fact, sql in scenario.compiled_sql.items():
-        assert "raw.order_items" not in sql and "raw.orders" not in sql, fact
-        assert f"scope_order_items_versions__{fact}" in sql and f"scope_orders_versions__{fact}" in sql, fact
+        assert "raw.order_items" not in sql and "raw.orders" not in sql and "raw.customers" not in sql, fact
+        for table in ("orders", "order_items", "customers"):
+            assert f"scope_{table}_versions__{fact}" in sql, (fact, table)
     for (fact, table), (cached, raw) in scenario.scope_versions.items():
         assert cached == raw and len(cached) > 0, (fact, table)
 
@@ -281,13 +289,13 @@ def test_the_facts_of_one_run_share_the_cached_versions_of_their_changed_orders(
     # (the versions each fact read equal raw's: test above)
     views = scenario.shared_views
     assert sorted(name.split("__")[0] for name in views) == [
-        "scope_shared_changed", "scope_shared_order_items", "scope_shared_orders"], views
+        "scope_shared_changed", "scope_shared_customers", "scope_shared_order_items", "scope_shared_orders"], views
     assert len({name.split("__")[1] for name in views}) == 1, views
     assert scenario.scope_orders["fct_order_item"] == scenario.scope_orders["fct_orders"] != []
     # the next invocation dropped them (and their caches) before caching its own: a long-lived
     # session holds one run's scope, not every run's
     rerun = scenario.shared_views_after_rerun
-    assert len(rerun) == 3 and not set(rerun) & set(views), (views, rerun)
+    assert len(rerun) == 4 and not set(rerun) & set(views), (views, rerun)
 
 
 def test_changelog_counts_match_the_cases(scenario):
