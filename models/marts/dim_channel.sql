@@ -50,7 +50,8 @@ reference as (
 observed as (
     {% if observes_nothing %}
         -- no version landed since the last run names a channel the table lacks
-        select cast(null as string) as channel where false
+        select cast(null as string) as channel
+        where false
     {% else %}
         select distinct channel
         from (
