@@ -59,13 +59,24 @@
     {% endset %}
     {% set extra = awaiting
         and run_query("select count(*) from (" ~ not_shared ~ ")").rows[0][0] > 0 %}
-    {% for table in ['orders', 'order_items'] %}
+    {#- each table's versions: the shared ones, plus, with extra orders, those of the keys only
+        they reach (their orders; the customers only their versions name, for whether each
+        arrived). Orders first: the customers' keys are read from the orders' view. -#}
+    {% set extra_keys = {
+        'orders': ('order_id', not_shared),
+        'order_items': ('order_id', not_shared),
+        'customers': ('customer_id', 'select customer_id from ' ~ scope_versions_relation('orders')
+            ~ ' where customer_id not in (select customer_id from ' ~ shared.orders
+            ~ ' where customer_id is not null)'),
+    } %}
+    {% for table in ['orders', 'order_items', 'customers'] %}
+        {% set key, keys = extra_keys[table] %}
         {% call statement('create_scope_versions_view', fetch_result=false) %}
             create or replace temporary view {{ scope_versions_relation(table) }} as
             select * from {{ shared[table] }}
             {%- if extra %}
             union all
-            select * from {{ source('shop', table) }} where order_id in ({{ not_shared }})
+            select * from {{ source('shop', table) }} where {{ key }} in ({{ keys }})
             {%- endif %}
         {% endcall %}
         {% if extra %}
@@ -74,25 +85,6 @@
             {% endcall %}
         {% endif %}
     {% endfor %}
-    {#- the versions of the customers the scope's order versions name (whether each arrived):
-        the shared ones, plus, with extra orders, those of the customers only they name -#}
-    {% call statement('create_scope_versions_view', fetch_result=false) %}
-        create or replace temporary view {{ scope_versions_relation('customers') }} as
-        select * from {{ shared.customers }}
-        {%- if extra %}
-        union all
-        select * from {{ source('shop', 'customers') }}
-        where customer_id in (select customer_id from {{ scope_versions_relation('orders') }})
-            and customer_id not in (
-                select customer_id from {{ shared.orders }} where customer_id is not null
-            )
-        {%- endif %}
-    {% endcall %}
-    {% if extra %}
-        {% call statement('cache_scope_versions', fetch_result=false) %}
-            cache table {{ scope_versions_relation('customers') }}
-        {% endcall %}
-    {% endif %}
     {{ return(cached_scope_orders_subquery()) }}
 {% endmacro %}
 
@@ -134,27 +126,25 @@
     {#- the raw versions of those orders, read once: the select refers to the versions of the
         scope's orders and lines several times (staging, current state, the customers they
         name), and each reference was a scan of the whole raw table (order_id is not
-        clustered: nothing to prune) -#}
-    {% for table in ['orders', 'order_items'] %}
+        clustered: nothing to prune); and the versions of every customer those orders'
+        versions name: both facts look up whether each arrived (fct_orders twice: for its
+        orders and for its lines), and each lookup was a scan of every customer version
+        (customer_id is not clustered either). Orders first: the customers are read from them. -#}
+    {% set keys_of = {
+        'orders': ('order_id', 'select order_id from ' ~ shared.changed),
+        'order_items': ('order_id', 'select order_id from ' ~ shared.changed),
+        'customers': ('customer_id', 'select customer_id from ' ~ shared.orders),
+    } %}
+    {% for table in ['orders', 'order_items', 'customers'] %}
+        {% set key, keys = keys_of[table] %}
         {% call statement('create_shared_versions_view', fetch_result=false) %}
             create or replace temporary view {{ shared[table] }} as
-            select /*+ REPARTITION(order_id) */ * from {{ source('shop', table) }}
-            where order_id in (select order_id from {{ shared.changed }})
+            select /*+ REPARTITION({{ key }}) */ * from {{ source('shop', table) }}
+            where {{ key }} in ({{ keys }})
         {% endcall %}
         {% call statement('cache_shared_versions', fetch_result=false) %}
             cache table {{ shared[table] }}
         {% endcall %}
     {% endfor %}
-    {#- the versions of every customer those orders' versions name: both facts look up whether
-        each arrived (fct_orders twice: for its orders and for its lines), and each lookup was a
-        scan of every customer version (customer_id is not clustered either) -#}
-    {% call statement('create_shared_versions_view', fetch_result=false) %}
-        create or replace temporary view {{ shared.customers }} as
-        select /*+ REPARTITION(customer_id) */ * from {{ source('shop', 'customers') }}
-        where customer_id in (select customer_id from {{ shared.orders }})
-    {% endcall %}
-    {% call statement('cache_shared_versions', fetch_result=false) %}
-        cache table {{ shared.customers }}
-    {% endcall %}
     {{ return(shared) }}
 {% endmacro %}
