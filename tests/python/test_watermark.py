@@ -3,7 +3,10 @@ daily run can skip because nothing it reads has changed."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
+import re
 from decimal import Decimal
 from pathlib import Path
 
@@ -241,3 +244,44 @@ def test_the_channel_dimension_reads_no_order_version_unless_a_landed_one_names_
     incremental = base.table("marts.dim_channel")
     base.dbt_run("--select", "dim_channel", "--full-refresh")
     assert base.table("marts.dim_channel") == incremental
+
+
+def test_a_view_is_replaced_only_when_its_definition_changed_or_a_full_refresh_asks(base: Warehouse):
+    from pipeline import paths
+
+    def properties(view: str) -> dict[str, str]:
+        return {r.key: r.value for r in base.rows(f"show tblproperties {view}")}
+
+    # the views are Iceberg views (the session catalog is Iceberg's): every replacement writes a
+    # new metadata file, so an unchanged metadata_location means the view was left alone
+    views = ("staging.stg_shop__orders", "audit.audit_unreflected_changes")
+    built = {view: properties(view) for view in views}
+    for view in views:
+        assert len(built[view]["backfill_safe.view_md5"]) == 32, view
+    selected = ("--select", "stg_shop__orders", "audit_unreflected_changes")
+
+    results = {r.name: r for r in base.dbt_run(*selected)}
+    assert {results[v.split(".")[1]].status for v in views} == {"success"}
+    assert {view: properties(view) for view in views} == built  # unchanged: not replaced
+
+    # a var the audit view renders changes its definition: that view alone is replaced, and reads
+    horizon = int(paths.project_var("restatement_horizon_days")) + 5
+    base.dbt_run(*selected, "--vars", f"{{restatement_horizon_days: {horizon}}}")
+    audit = properties("audit.audit_unreflected_changes")
+    assert audit["metadata_location"] != built[views[1]]["metadata_location"]
+    assert audit["backfill_safe.view_md5"] != built[views[1]]["backfill_safe.view_md5"]
+    # the SQL of the view's current version, from its metadata file (`describe extended` in this
+    # session still shows the text it had when the session first read it)
+    metadata = json.loads(gzip.decompress(Path(audit["metadata_location"].removeprefix("file:")).read_bytes()))
+    [current] = [v for v in metadata["versions"] if v["version-id"] == metadata["current-version-id"]]
+    sql = current["representations"][0]["sql"]
+    assert re.search(rf"date_sub\(cast\(watermark_ts as date\), {horizon}\) as horizon_start", sql)
+    assert properties("staging.stg_shop__orders") == built[views[0]]
+    assert base.rows("select count(*) as n from audit.audit_unreflected_changes")[0].n == 0
+
+    # a full refresh replaces an unchanged view too (what the md5 cannot see: a table it reads)
+    base.dbt_run("--select", "stg_shop__orders", "--full-refresh")
+    staged = properties("staging.stg_shop__orders")
+    assert staged["metadata_location"] != built[views[0]]["metadata_location"]
+    assert staged["backfill_safe.view_md5"] == built[views[0]]["backfill_safe.view_md5"]
+    assert {r.order_id for r in base.rows("select order_id from staging.stg_shop__orders")} == {101, 102}
