@@ -372,13 +372,12 @@ def run_scale(scale: Scale, root: Path, tune: bool, backfill_days: int = BACKFIL
         setup["timings"]["process_s"] = time.perf_counter() - started
         _keep(work, pristine)
     phases: dict[str, dict] = {}
-    daily = ["--backfill-days", str(backfill_days)] if backfill_days > 0 else ["--no-backfill"]
-    if merge_mode:
-        daily += ["--merge-mode", merge_mode]
+    mode = ["--merge-mode", merge_mode] if merge_mode else []
+    daily = (["--backfill-days", str(backfill_days)] if backfill_days > 0 else ["--no-backfill"]) + mode
     runs = [(name, name, {}, daily if name == "daily" else []) for name in PHASES if name in phases_to_run]
     if "daily" in phases_to_run:
-        again = ["--no-backfill", "--no-equality"] + (["--merge-mode", merge_mode] if merge_mode else [])
-        runs += [(f"daily#{n}", "daily", {}, again) for n in range(2, daily_repeats + 1)]
+        runs += [(f"daily#{n}", "daily", {}, ["--no-backfill", "--no-equality", *mode])
+                 for n in range(2, daily_repeats + 1)]
     if tune:
         runs += [("daily_cow", "daily", {}, ["--no-backfill", "--merge-mode", "copy-on-write"]),
                  ("full_sp2", "full", {"PIPELINE_SHUFFLE_PARTITIONS": "2"}, ["--no-truth"]),
@@ -480,14 +479,14 @@ def targets(report: dict) -> dict:
         return found
     largest, smallest = report["scales"][scales[-1]], report["scales"][scales[0]]
     daily, full = largest["phases"].get("daily"), largest["phases"].get("full")
+    walls = daily_walls(largest["phases"]) if daily else []
     if daily and full:
-        walls = daily_walls(largest["phases"])
         ratio = statistics.median(walls) / full["wall_s"]
         found["daily_vs_full_at_largest"] = {"scale": int(scales[-1]), "ratio": ratio, "target": 0.10,
                                             "met": ratio <= 0.10, "daily_walls": walls,
                                             "cpu_ratio": daily["spark"]["cpu_s"] / max(full["spark"]["cpu_s"], 1e-9)}
     if len(scales) > 1 and daily and smallest["phases"].get("daily"):
-        walls, first = daily_walls(largest["phases"]), daily_walls(smallest["phases"])
+        first = daily_walls(smallest["phases"])
         growth = statistics.median(walls) / statistics.median(first)
         found["daily_growth"] = {"from": int(scales[0]), "to": int(scales[-1]), "ratio": growth, "target": 1.5,
                                  "met": growth <= 1.5, "daily_walls": {scales[0]: first, scales[-1]: walls},
@@ -662,11 +661,11 @@ def main() -> int:
         parser.error(f"--phases: unknown phase {unknown[0] if unknown else '(none)'}; choose from {', '.join(PHASES)}")
     if args.reuse and args.state is None:
         parser.error("--reuse needs --state, the folder of a run made with --keep-state")
-    root = args.state or Path(tempfile.mkdtemp(prefix="bench_incremental_"))
     if not 1 <= args.daily_repeats <= 10:
         parser.error(f"--daily-repeats must be between 1 and 10, got {args.daily_repeats}")
     if args.backfill_days < 0 or args.backfill_days > 365:
         parser.error("--backfill-days must be between 0 and 365")
+    root = args.state or Path(tempfile.mkdtemp(prefix="bench_incremental_"))
     report = {"machine": _machine(), "commit": _git_commit(), "note": args.note, "scales": {},
               "parameters": {"history_days": 365, "next_day": NEXT_DAY.isoformat(), "backfill_days": args.backfill_days,
                              "shuffle_partitions": os.environ.get("PIPELINE_SHUFFLE_PARTITIONS", "4"),
