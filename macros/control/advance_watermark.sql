@@ -40,6 +40,8 @@
     {#- only rows above the stored watermark can move it (it never moves back): Iceberg skips
         the files whose update times are all below it, instead of every run reading all history -#}
     {% set current = get_watermark(this.identifier) %}
+    {#- the watermark moves next: no later question of this invocation gets the old answer -#}
+    {% do forget_memoized_rows() %}
     merge into {{ watermark_relation() }} as target
     using (
         select

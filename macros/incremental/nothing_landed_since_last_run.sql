@@ -28,8 +28,9 @@
         {% do probes.append("(select 1 as landed from " ~ source(src.source_name, src.name)
             ~ " where _loaded_at > " ~ bound ~ " limit 1)") %}
     {% endfor %}
-    {% set landed = run_query("select count(*) from (" ~ probes | join(" union all ")
-        ~ ") as probes").rows[0][0] %}
+    {#- memoized: the MERGE and the post-hook get the same answer -#}
+    {% set landed = memoized_rows("select count(*) from (" ~ probes | join(" union all ")
+        ~ ") as probes")[0][0] %}
     {{ return(landed == 0) }}
 {% endmacro %}
 

@@ -23,12 +23,13 @@
         {{ return(none) }}
     {% endif %}
     {#- as text: the embedded engine returns dates, the Thrift Server strings -#}
-    {% set result = run_query(
+    {#- memoized: the select and the MERGE both ask -#}
+    {% set rows = memoized_rows(
         "select distinct date_format(ordered_at, 'yyyy-MM-dd') as order_date from "
         ~ versions_in_scope('orders', cached_scope_orders_subquery())
         ~ " as versions where ordered_at is not null") %}
     {% set dates = [] %}
-    {% for row in result.rows %}
+    {% for row in rows %}
         {% set text = row[0] | string %}
         {% if not modules.re.fullmatch('[0-9]{4}-[0-9]{2}-[0-9]{2}', text) %}
             {{ exceptions.raise_compiler_error(

@@ -52,9 +52,9 @@
         updated after the lower bound; the order headers are read from the earliest such T on
         (a literal: Iceberg prunes raw.orders' files by their ordered_at bounds). -#}
     {% set products = source('shop', 'products') %}
-    {% set first_change = run_query(
+    {% set first_change = memoized_rows(
         "select date_format(min(updated_at), 'yyyy-MM-dd HH:mm:ss.SSSSSS') from " ~ products
-        ~ " where " ~ changed_versions).rows[0][0] %}
+        ~ " where " ~ changed_versions)[0][0] %}
     {% if first_change is not none and not modules.re.fullmatch(
             '[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}', first_change | string) %}
         {{ exceptions.raise_compiler_error(

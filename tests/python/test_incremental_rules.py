@@ -55,6 +55,7 @@ class Scenario:
     rerun_change: dict = field(default_factory=dict)  # table -> summary of a new snapshot, if any
     merge_sql: dict = field(default_factory=dict)  # fact -> the MERGE its incremental run executed
     scope_orders: dict = field(default_factory=dict)  # fact -> the orders its incremental run recomputed
+    build_statements: list = field(default_factory=list)  # the dbt build's logged statements
     scope_versions: dict = field(default_factory=dict)  # (fact, raw table) -> (cached versions, raw's)
     scratch_after: list = field(default_factory=list)
     tables_after_rerun: dict = field(default_factory=dict)
@@ -110,6 +111,9 @@ def scenario(spark, dbt, tmp_path_factory) -> Scenario:
         order_items=[correction_105],
     )
     s.build_results = wh.dbt_build()
+    # the statements of that invocation, as dbt logged them (the log file holds every invocation)
+    log = (Path(os.environ["PIPELINE_STATE_DIR"]) / "logs" / "dbt.log").read_text()
+    s.build_statements = log[log.rindex("Running with dbt="):].split("/* {")[1:]
     # dbt writes each node's executed statement (the MERGE, for an incremental run) under target/run
     run_folder = Path(os.environ["DBT_TARGET_PATH"]) / "run" / "backfill_safe" / "models" / "marts"
     s.merge_sql = {fact: (run_folder / f"{fact}.sql").read_text() for fact in ("fct_order_item", "fct_orders")}
@@ -281,6 +285,21 @@ def test_facts_read_the_raw_versions_of_their_orders_and_customers_once(scenario
             assert f"scope_{table}_versions__{fact}" in sql, (fact, table)
     for (fact, table), (cached, raw) in scenario.scope_versions.items():
         assert cached == raw and len(cached) > 0, (fact, table)
+
+
+def test_a_model_asks_each_of_its_control_questions_once_per_run(scenario):
+    # its watermark and recorded start, whether anything landed since, its scope's order dates:
+    # asked by its select, its MERGE and its post-hook, run once per invocation (memoized_rows)
+    for fact, landed_table in (("fct_order_item", "raw.order_items"), ("fct_orders", "raw.orders")):
+        mine = [s for s in scenario.build_statements if f'"node_id": "model.backfill_safe.{fact}"' in s]
+        for question in (
+            f"select watermark_ts from control.etl_watermark where pipeline_name = '{fact}'",
+            f"select last_run_started_at from control.etl_watermark where pipeline_name = '{fact}'",
+            f"select 1 as landed from {landed_table} where _loaded_at >",
+            f"select distinct date_format(ordered_at, 'yyyy-MM-dd') as order_date from scope_orders_versions__{fact}",
+            "select date_format(min(updated_at), 'yyyy-MM-dd HH:mm:ss.SSSSSS') from raw.products",
+        ):
+            assert sum(question in statement for statement in mine) == 1, (fact, question)
 
 
 def test_the_facts_of_one_run_share_the_cached_versions_of_their_changed_orders(scenario):
