@@ -43,4 +43,28 @@ jar_dir="$(.venv/bin/python -c 'import snowpark_connect_deps_iceberg as m; print
 jar="$(ls "$jar_dir"/iceberg-spark-runtime-3.5_2.12-*.jar | head -n1)"
 mkdir -p .venv/iceberg
 ln -sf "$jar" .venv/iceberg/iceberg-spark-runtime.jar
+
+# The embedded target's local file system (scripts/jvm/backfill_safe/NioLocalFileSystem.java:
+# permissions through java.nio, not a forked chmod per file written), compiled against
+# pyspark's Hadoop client, again only when the source changed.
+localfs_src="scripts/jvm/backfill_safe/NioLocalFileSystem.java"
+localfs_jar=".venv/jars/backfill-safe-localfs-$(sha256sum "$localfs_src" | cut -c1-16).jar"
+if [ ! -f "$localfs_jar" ]; then
+    if ! command -v javac >/dev/null 2>&1; then
+        echo "error: javac not found; the project compiles one small Java class and needs a JDK, not only a JRE:" >&2
+        echo "  Debian/Ubuntu: sudo apt-get install -y openjdk-17-jdk-headless" >&2
+        echo "  macOS:         brew install openjdk@17" >&2
+        exit 1
+    fi
+    echo "bootstrap: compiling $localfs_src"
+    hadoop_api="$(ls .venv/lib/python3.11/site-packages/pyspark/jars/hadoop-client-api-*.jar | head -n1)"
+    classes="$(mktemp -d)"
+    javac --release 8 -nowarn -cp "$hadoop_api" -d "$classes" "$localfs_src" 2>&1 | grep -v "^warning: \[options\]" || true
+    [ -f "$classes/backfill_safe/NioLocalFileSystem.class" ] || { echo "error: javac failed on $localfs_src" >&2; exit 1; }
+    mkdir -p .venv/jars
+    rm -f .venv/jars/backfill-safe-localfs-*.jar
+    jar cf "$localfs_jar" -C "$classes" .
+    rm -rf "$classes"
+fi
+ln -sf "$(basename "$localfs_jar")" .venv/jars/backfill-safe-localfs.jar
 mkdir -p .warehouse

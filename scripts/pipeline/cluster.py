@@ -193,6 +193,11 @@ def server_conf(cdir: Path) -> dict[str, str]:
         os.environ.update(before)
     # spark.jars stays for `start` to pass as --jars and --driver-class-path (STACK.md)
     conf.pop("spark.driver.memory")  # --driver-memory
+    # the embedded target's local file system class (no forked chmod per file) is the driver's
+    # only: a cluster's executors would need the jar too, and a real cluster writes to its own
+    # storage; the Thrift Server keeps Hadoop's
+    conf.pop("spark.hadoop.fs.file.impl")
+    conf.pop("spark.driver.extraClassPath")
     conf.update({
         "spark.sql.warehouse.dir": str(cdir / "warehouse"),
         "spark.hadoop.javax.jdo.option.ConnectionURL":

@@ -13,6 +13,7 @@ from pathlib import Path
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 PROFILES_DIR = PROJECT_DIR / "profiles"
 DEFAULT_JAR = PROJECT_DIR / ".venv" / "iceberg" / "iceberg-spark-runtime.jar"
+LOCALFS_JAR = PROJECT_DIR / ".venv" / "jars" / "backfill-safe-localfs.jar"
 
 
 def state_dir() -> Path:
@@ -44,4 +45,5 @@ def export_environment() -> None:
     """
     os.environ["PIPELINE_STATE_DIR"] = str(state_dir())
     os.environ.setdefault("PIPELINE_ICEBERG_JAR", str(DEFAULT_JAR))
+    os.environ.setdefault("PIPELINE_LOCALFS_JAR", str(LOCALFS_JAR))
     os.environ.setdefault("DBT_PROFILES_DIR", str(PROFILES_DIR))

@@ -95,6 +95,12 @@ def get_spark() -> SparkSession:
             f"Iceberg runtime jar not found at {jar}: run scripts/bootstrap.sh "
             "(it links the jar from the snowpark-connect-deps-iceberg package)"
         )
+    localfs = Path(conf["spark.driver.extraClassPath"])
+    if not localfs.is_file():
+        raise FileNotFoundError(
+            f"local file system jar not found at {localfs}: run scripts/bootstrap.sh "
+            "(it compiles scripts/jvm/backfill_safe/NioLocalFileSystem.java)"
+        )
     lock_warehouse(paths.state_dir())
     builder = SparkSession.builder.appName("backfill_safe").master("local[2]").enableHiveSupport()
     for key, value in conf.items():

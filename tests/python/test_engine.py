@@ -61,3 +61,23 @@ def test_hostile_values_round_trip_verbatim_through_spark(spark):
     when = datetime(2025, 3, 1, 23, 59, 59, 123456)
     assert spark.sql(bind("select :t, :d", {"t": when, "d": date(2025, 3, 1)})).collect()[0][:] == (
         when, date(2025, 3, 1))
+
+
+def test_the_embedded_engine_sets_file_permissions_without_a_forked_chmod(spark, tmp_path):
+    # Hadoop's local file system forks `chmod` per file written when it lacks its native
+    # library; the embedded target's fs.file.impl sets them through java.nio instead, with the
+    # same result: the umask applied to files (rw-r--r--) and directories (rwxr-xr-x)
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    fs = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI("file:///"), conf)
+    assert fs.getClass().getName() == "backfill_safe.NioLocalFileSystem"
+    assert fs.getRawFileSystem().getClass().getName() == "backfill_safe.NioLocalFileSystem$Raw"
+    spark.range(3).write.parquet(str(tmp_path / "written"))
+    files = [p for p in (tmp_path / "written").iterdir() if p.name.endswith(".parquet")]
+    assert files and {oct(p.stat().st_mode & 0o777) for p in files} == {"0o644"}
+    assert oct((tmp_path / "written").stat().st_mode & 0o777) == "0o755"
+    assert spark.read.parquet(str(tmp_path / "written")).count() == 3
+    # an explicit permission is applied as given
+    target = jvm.org.apache.hadoop.fs.Path(str(tmp_path / "written" / files[0].name))
+    fs.setPermission(target, jvm.org.apache.hadoop.fs.permission.FsPermission.createImmutable(0o640))
+    assert oct(files[0].stat().st_mode & 0o777) == "0o640"
