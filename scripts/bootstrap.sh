@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Prepare everything the project needs, idempotently: checks Java 17 and Python 3.11, creates
-# .venv, installs the pinned dependencies (again only when pyproject.toml changed), and links
-# the Iceberg Spark runtime jar where profiles/profiles.yml expects it. Sourced by main.sh and
-# test.sh; safe to run on its own.
+# .venv, installs the pinned dependencies (again only when pyproject.toml changed), links
+# the Iceberg Spark runtime jar where profiles/profiles.yml expects it, and compiles the
+# embedded target's local file system class (needs javac). Sourced by main.sh and test.sh;
+# safe to run on its own.
 set -euo pipefail
 PROJECT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$PROJECT_DIR"
 
 if ! command -v java >/dev/null 2>&1; then
     echo "error: Java is not installed. Spark 3.5 needs Java 17 (or 11/8):" >&2
-    echo "  Debian/Ubuntu: sudo apt-get install -y openjdk-17-jre-headless" >&2
+    echo "  Debian/Ubuntu: sudo apt-get install -y openjdk-17-jdk-headless" >&2
     echo "  macOS:         brew install openjdk@17" >&2
     exit 1
 fi
