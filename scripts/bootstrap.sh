@@ -60,12 +60,16 @@ if [ ! -f "$localfs_jar" ]; then
     echo "bootstrap: compiling $localfs_src"
     hadoop_api="$(ls .venv/lib/python3.11/site-packages/pyspark/jars/hadoop-client-api-*.jar | head -n1)"
     classes="$(mktemp -d)"
+    trap 'rm -rf "$classes"' EXIT
     javac --release 8 -nowarn -cp "$hadoop_api" -d "$classes" "$localfs_src" 2>&1 | grep -v "^warning: \[options\]" || true
     [ -f "$classes/backfill_safe/NioLocalFileSystem.class" ] || { echo "error: javac failed on $localfs_src" >&2; exit 1; }
     mkdir -p .venv/jars
+    # built aside and moved into place: an interrupted build leaves no jar that looks complete
+    jar cf "$classes/localfs.jar" -C "$classes" backfill_safe
     rm -f .venv/jars/backfill-safe-localfs-*.jar
-    jar cf "$localfs_jar" -C "$classes" .
+    mv "$classes/localfs.jar" "$localfs_jar"
     rm -rf "$classes"
+    trap - EXIT
 fi
 ln -sf "$(basename "$localfs_jar")" .venv/jars/backfill-safe-localfs.jar
 mkdir -p .warehouse

@@ -196,8 +196,8 @@ def server_conf(cdir: Path) -> dict[str, str]:
     # the embedded target's local file system class (no forked chmod per file) is the driver's
     # only: a cluster's executors would need the jar too, and a real cluster writes to its own
     # storage; the Thrift Server keeps Hadoop's
-    conf.pop("spark.hadoop.fs.file.impl")
-    conf.pop("spark.driver.extraClassPath")
+    conf.pop("spark.hadoop.fs.file.impl", None)
+    conf.pop("spark.driver.extraClassPath", None)
     conf.update({
         "spark.sql.warehouse.dir": str(cdir / "warehouse"),
         "spark.hadoop.javax.jdo.option.ConnectionURL":

@@ -95,8 +95,8 @@ def get_spark() -> SparkSession:
             f"Iceberg runtime jar not found at {jar}: run scripts/bootstrap.sh "
             "(it links the jar from the snowpark-connect-deps-iceberg package)"
         )
-    localfs = Path(conf["spark.driver.extraClassPath"])
-    if not localfs.is_file():
+    localfs = Path(conf.get("spark.driver.extraClassPath", ""))
+    if conf.get("spark.hadoop.fs.file.impl") == "backfill_safe.NioLocalFileSystem" and not localfs.is_file():
         raise FileNotFoundError(
             f"local file system jar not found at {localfs}: run scripts/bootstrap.sh "
             "(it compiles scripts/jvm/backfill_safe/NioLocalFileSystem.java)"

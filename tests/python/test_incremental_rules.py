@@ -111,8 +111,11 @@ def scenario(spark, dbt, tmp_path_factory) -> Scenario:
         order_items=[correction_105],
     )
     s.build_results = wh.dbt_build()
-    # the statements of that invocation, as dbt logged them (the log file holds every invocation)
-    log = (Path(os.environ["PIPELINE_STATE_DIR"]) / "logs" / "dbt.log").read_text()
+    # the statements of that invocation, as dbt logged them (the log file holds every invocation;
+    # dbt rotates it at 10 MB into dbt.log.1, .2, ...: read them oldest first)
+    logs = Path(os.environ["PIPELINE_STATE_DIR"]) / "logs"
+    rotated = sorted(logs.glob("dbt.log.*"), key=lambda p: -int(p.suffix[1:]) if p.suffix[1:].isdigit() else 0)
+    log = "".join(p.read_text() for p in [*rotated, logs / "dbt.log"])
     s.build_statements = log[log.rindex("Running with dbt="):].split("/* {")[1:]
     # dbt writes each node's executed statement (the MERGE, for an incremental run) under target/run
     run_folder = Path(os.environ["DBT_TARGET_PATH"]) / "run" / "backfill_safe" / "models" / "marts"
