@@ -8,8 +8,9 @@ set -euo pipefail
 PROJECT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$PROJECT_DIR"
 
-if ! command -v java >/dev/null 2>&1; then
-    echo "error: Java is not installed. Spark 3.5 needs Java 17 (or 11/8):" >&2
+# java runs Spark; javac compiles the embedded target's local file system class (below)
+if ! command -v java >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
+    echo "error: a Java JDK (java and javac) is not installed. Spark 3.5 needs Java 17 (or 11/8):" >&2
     echo "  Debian/Ubuntu: sudo apt-get install -y openjdk-17-jdk-headless" >&2
     echo "  macOS:         brew install openjdk@17" >&2
     exit 1
@@ -51,14 +52,9 @@ ln -sf "$jar" .venv/iceberg/iceberg-spark-runtime.jar
 localfs_src="scripts/jvm/backfill_safe/NioLocalFileSystem.java"
 localfs_jar=".venv/jars/backfill-safe-localfs-$(sha256sum "$localfs_src" | cut -c1-16).jar"
 if [ ! -f "$localfs_jar" ]; then
-    if ! command -v javac >/dev/null 2>&1; then
-        echo "error: javac not found; the project compiles one small Java class and needs a JDK, not only a JRE:" >&2
-        echo "  Debian/Ubuntu: sudo apt-get install -y openjdk-17-jdk-headless" >&2
-        echo "  macOS:         brew install openjdk@17" >&2
-        exit 1
-    fi
     echo "bootstrap: compiling $localfs_src"
-    hadoop_api="$(ls .venv/lib/python3.11/site-packages/pyspark/jars/hadoop-client-api-*.jar | head -n1)"
+    pyspark_jars="$(.venv/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
+    hadoop_api="$(ls "$pyspark_jars"/hadoop-client-api-*.jar | head -n1)"
     classes="$(mktemp -d)"
     trap 'rm -rf "$classes"' EXIT
     javac --release 8 -nowarn -cp "$hadoop_api" -d "$classes" "$localfs_src" 2>&1 | grep -v "^warning: \[options\]" || true
