@@ -1,15 +1,39 @@
-{#- The late-beyond-the-window rows of a fact: keys whose current state in `expected_model` (the
-    model's current-state view) is not reflected in `model` and changed at or before the model's
-    window start (its stored watermark minus the domain's lookback), so the next daily run will
-    not pick them up. The window start is read from the watermark table in SQL, so a view built
-    on this stays right as the watermark moves. Without a watermark every difference is listed.
-    A key is unreflected when it is live in the current state but absent from the model, deleted
-    there but present in the model, or present with an older `updated_at`.
-    `horizon_days` keeps only rows whose order date is within that many days of the watermark.
-    Columns: model_name, unique_key (as a string), problem, source_updated_at,
-    loaded_updated_at, order_date (current state), loaded_order_date, restate_date. -#}
+{#- The late-beyond-the-window rows of an incremental model: keys whose row in `expected_model`
+    (the model's current-state view: every column of the table plus `is_deleted`, one row per
+    key ever seen, no incremental logic) is not the row `model` holds, and that the next daily
+    run will not pick up. The window start (the stored watermark minus the domain's lookback) is
+    read from the watermark table in SQL, so a view built on this stays right as the watermark
+    moves. Without a watermark every difference is listed.
+    A key differs when it is live in the current state but absent from the table ('missing'),
+    deleted there but present in the table ('not deleted'), or present with any column that is
+    not the current state's ('stale'; compared null-safe over every column of the table, as
+    merge_source does, and named in `differing_columns`). Content, not `updated_at`: a row's
+    `updated_at` is the greatest of its inputs' update times, so a late version of one input is
+    hidden when another input of the same row changed later inside the window and was loaded
+    (a sibling line's deletion raises the order's `updated_at`; a header change raises its
+    lines'): the row's `updated_at` is then already the table's, and only its content tells.
+    A difference the next daily run will fix is left out: the current state's `updated_at` is
+    after the window start and after the table's (a change inside the window not loaded yet:
+    the next run recomputes the whole key, its late inputs too).
+    `horizon_days` keeps only rows whose event date (current or loaded) is within that many days
+    of the watermark.
+    Columns: model_name, unique_key (as a string), problem, differing_columns,
+    source_updated_at, loaded_updated_at, event_date (current state), loaded_event_date,
+    restate_date. -#}
 {% macro unreflected_changes(model, expected_model, unique_key, domain, model_name,
-                             date_column='order_date', horizon_days=none) %}
+                             date_column, horizon_days=none) %}
+{%- if execute %}
+    {%- set columns = adapter.get_columns_in_relation(model) | map(attribute='name') | list %}
+{%- else %}
+    {%- set columns = [unique_key, date_column, 'updated_at'] %}
+{%- endif %}
+{%- for required in [unique_key, date_column, 'updated_at'] %}
+    {%- if execute and required not in columns %}
+        {{ exceptions.raise_compiler_error(
+            "unreflected_changes: model " ~ model_name ~ " (" ~ model ~ ") has no column '"
+            ~ required ~ "'; its columns: " ~ columns) }}
+    {%- endif %}
+{%- endfor %}
 
 with
 
@@ -32,44 +56,78 @@ bounds as (
 
 expected as (
     select
-        {{ unique_key }},
-        {{ date_column }},
-        updated_at,
+        {%- for column in columns %}
+        {{ column }},
+        {%- endfor %}
         is_deleted
     from {{ expected_model }}
-    cross join bounds
-    where bounds.window_start is null or updated_at <= bounds.window_start
 ),
 
 actual as (
     select
-        {{ unique_key }},
-        {{ date_column }},
-        updated_at
+        {%- for column in columns %}
+        {{ column }}{{ "," if not loop.last }}
+        {%- endfor %}
     from {{ model }}
+),
+
+compared as (
+    select
+        expected.{{ unique_key }} as key_value,
+        expected.is_deleted,
+        actual.{{ unique_key }} is not null as is_loaded,
+        expected.updated_at as source_updated_at,
+        actual.updated_at as loaded_updated_at,
+        expected.{{ date_column }} as event_date,
+        actual.{{ date_column }} as loaded_event_date,
+        concat_ws(
+            ', ',
+            {%- for column in columns %}
+            case
+                when not (expected.{{ column }} <=> actual.{{ column }}) then '{{ column }}'
+            end{{ "," if not loop.last }}
+            {%- endfor %}
+        ) as differing_columns
+    from expected
+    left join actual
+        on expected.{{ unique_key }} = actual.{{ unique_key }}
 ),
 
 unreflected as (
     select
         '{{ model_name }}' as model_name,
-        cast(expected.{{ unique_key }} as string) as unique_key,
+        cast(compared.key_value as string) as unique_key,
         case
-            when not expected.is_deleted and actual.{{ unique_key }} is null then 'missing'
-            when expected.is_deleted and actual.{{ unique_key }} is not null then 'not deleted'
+            when not compared.is_deleted and not compared.is_loaded then 'missing'
+            when compared.is_deleted and compared.is_loaded then 'not deleted'
             else 'stale'
         end as problem,
-        expected.updated_at as source_updated_at,
-        actual.updated_at as loaded_updated_at,
-        expected.{{ date_column }} as order_date,
-        actual.{{ date_column }} as loaded_order_date,
-        coalesce(expected.{{ date_column }}, actual.{{ date_column }}) as restate_date
-    from expected
-    left join actual
-        on expected.{{ unique_key }} = actual.{{ unique_key }}
+        case
+            when compared.is_loaded and not compared.is_deleted then compared.differing_columns
+        end as differing_columns,
+        compared.source_updated_at,
+        compared.loaded_updated_at,
+        compared.event_date,
+        compared.loaded_event_date,
+        coalesce(compared.event_date, compared.loaded_event_date) as restate_date
+    from compared
+    cross join bounds
     where
-        (not expected.is_deleted and actual.{{ unique_key }} is null)
-        or (expected.is_deleted and actual.{{ unique_key }} is not null)
-        or (not expected.is_deleted and actual.updated_at < expected.updated_at)
+        (
+            (not compared.is_deleted and not compared.is_loaded)
+            or (compared.is_deleted and compared.is_loaded)
+            or (not compared.is_deleted and compared.differing_columns <> '')
+        )
+        -- a change inside the window that the next daily run will load (and with it the key's
+        -- late inputs: it recomputes the whole key)
+        and not coalesce(
+            compared.source_updated_at > bounds.window_start
+            and (
+                compared.loaded_updated_at is null
+                or compared.source_updated_at > compared.loaded_updated_at
+            ),
+            false
+        )
 )
 
 select unreflected.*
@@ -78,6 +136,6 @@ cross join bounds
 where
     bounds.horizon_start is null
     or unreflected.restate_date >= bounds.horizon_start
-    or unreflected.loaded_order_date >= bounds.horizon_start
+    or unreflected.loaded_event_date >= bounds.horizon_start
 
 {% endmacro %}

@@ -64,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     restate.add_argument("--batch-days", type=int, default=7,
                          help="largest window in days; consecutive dates share windows (default 7)")
     restate.add_argument("--reason", help="why history is rewritten; required, recorded with the run")
-    restate.add_argument("--dry-run", action="store_true", help="print the dates and windows; write nothing")
+    restate.add_argument("--dry-run", action="store_true",
+                         help="print the keys per model and why, the dates and windows; write nothing")
 
     compare = commands.add_parser(
         "compare", help="dual run: build a model by full refresh into a scratch schema and diff it with the incremental table",
@@ -294,6 +295,7 @@ def _backfill_command(args: argparse.Namespace) -> int:
             if restatement is None:
                 console.print("nothing to restate: every change up to the restatement window is in the marts")
                 return 0
+            console.print(runner.restate_keys(args.select))
             console.print(f"restating {len(restatement.windows)} windows: "
                           + ", ".join(f"{w.start} .. {w.end}" for w in restatement.windows))
             if args.dry_run:

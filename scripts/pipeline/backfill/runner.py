@@ -139,16 +139,41 @@ class Backfill:
         audit = relation_of("audit_unreflected_changes")
         if not iceberg.table_exists(self.spark, audit):
             raise BackfillRefused(f"{audit} does not exist yet: build the project first (dbt build)")
-        rows = self.spark.sql(f"select distinct model_name, restate_date, loaded_order_date from {audit}").collect()
+        rows = self.spark.sql(f"select distinct model_name, restate_date, loaded_event_date from {audit}").collect()
         wanted = {s.strip("+") for s in selectors}
         rows = [r for r in rows if not wanted or r.model_name in wanted]
         if not rows:
             return None
-        dates = sorted({d for r in rows for d in (r.restate_date, r.loaded_order_date) if d is not None})
+        dates = sorted({d for r in rows for d in (r.restate_date, r.loaded_event_date) if d is not None})
         windows = planning.windows_for_dates(dates, batch_days, max_batch_days())
         models = self._models_in_scope(sorted({r.model_name for r in rows}))
         return Plan(windows[0].start, windows[-1].end, batch_days,
                     "restate " + " ".join(sorted({r.model_name for r in rows})), models, windows)
+
+    def restate_keys(self, select: str | None, sample: int = 5) -> Table:
+        """Per model, the keys a restatement will rewrite and why, from audit_unreflected_changes:
+        how many of each problem ('missing', 'not deleted', 'stale'), the columns that differ, the
+        dates, and a sample of keys. Call after restate_plan (which parses and checks the view)."""
+        wanted = {s.strip("+") for s in planning.parse_selectors(select)}
+        audit = relation_of("audit_unreflected_changes")
+        rows = self.spark.sql(
+            f"select model_name, problem, coalesce(differing_columns, '') as differing_columns,"
+            f" count(*) as keys, min(restate_date) as first_date, max(restate_date) as last_date,"
+            f" count(distinct restate_date) as dates,"
+            f" slice(array_sort(collect_list(unique_key)), 1, {int(sample)}) as sample"
+            f" from {audit} group by model_name, problem, coalesce(differing_columns, '')"
+            f" order by model_name, problem, differing_columns").collect()
+        table = Table(title="keys to restate (audit_unreflected_changes): each differs from the current state "
+                            "and the next daily run will not pick it up")
+        for column in ("model", "keys", "why", "columns that differ", "dates", "sample of keys"):
+            table.add_column(column, justify="right" if column == "keys" else "left")
+        for row in rows:
+            if wanted and row.model_name not in wanted:
+                continue
+            span = str(row.first_date) if row.first_date == row.last_date else f"{row.first_date} .. {row.last_date}"
+            table.add_row(row.model_name, str(row.keys), row.problem, row.differing_columns or "-",
+                          f"{span} ({row.dates})", ", ".join(row.sample) + (" ..." if row.keys > len(row.sample) else ""))
+        return table
 
     def _models_in_scope(self, selectors: list[str]) -> list[IncrementalModel]:
         """The incremental models selected and everything downstream of them."""
