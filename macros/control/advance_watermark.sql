@@ -57,7 +57,7 @@
                 {%- if current is not none %}
                 and {{ src.loaded_at_field or 'updated_at' }} > {{ timestamp_literal(current) }}
                 {%- endif %}
-                and {{ quarantine_reason(src.name) }} is null
+                and {{ quarantine_reason(src.source_name, src.name) }} is null
             {{ "union all" if not loop.last }}
             {%- endfor %}
         ) as per_source

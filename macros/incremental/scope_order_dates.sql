@@ -26,7 +26,7 @@
     {#- memoized: the select and the MERGE both ask -#}
     {% set rows = memoized_rows(
         "select distinct date_format(ordered_at, 'yyyy-MM-dd') as order_date from "
-        ~ versions_in_scope('orders', cached_scope_orders_subquery())
+        ~ versions_in_scope('shop', 'orders', cached_scope_orders_subquery())
         ~ " as versions where ordered_at is not null") %}
     {% set dates = [] %}
     {% for row in rows %}

@@ -13,7 +13,7 @@
 {%- set customer_ids = none -%}
 {%- if order_ids -%}
     {%- set customer_ids = "select customer_id from "
-        ~ versions_in_scope('orders', order_ids) -%}
+        ~ versions_in_scope('shop', 'orders', order_ids) -%}
 {%- endif %}
     with
 

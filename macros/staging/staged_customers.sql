@@ -10,5 +10,5 @@
         updated_at,
         _loaded_at,
         _source_file
-    from ({{ staged_versions('customers', ['customer_id'], customer_ids) }}) as current_version
+    from ({{ staged_versions('shop', 'customers', ['customer_id'], customer_ids) }}) as current_version
 {%- endmacro %}

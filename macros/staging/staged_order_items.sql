@@ -12,5 +12,5 @@
         updated_at,
         _loaded_at,
         _source_file
-    from ({{ staged_versions('order_items', ['order_id', 'order_item_id'], order_ids) }}) as current_version
+    from ({{ staged_versions('shop', 'order_items', ['order_id', 'order_item_id'], order_ids) }}) as current_version
 {%- endmacro %}

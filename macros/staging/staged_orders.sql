@@ -12,5 +12,5 @@
         updated_at,
         _loaded_at,
         _source_file
-    from ({{ staged_versions('orders', ['order_id'], order_ids) }}) as current_version
+    from ({{ staged_versions('shop', 'orders', ['order_id'], order_ids) }}) as current_version
 {%- endmacro %}

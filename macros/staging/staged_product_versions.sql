@@ -12,5 +12,5 @@
         updated_at,
         _loaded_at,
         _source_file
-    from ({{ staged_versions('products', ['product_id', 'updated_at']) }}) as deduplicated
+    from ({{ staged_versions('shop', 'products', ['product_id', 'updated_at']) }}) as deduplicated
 {%- endmacro %}

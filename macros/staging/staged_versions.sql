@@ -1,4 +1,5 @@
-{#- The staging of one raw table, as one select without CTEs (so a model can inline it): the
+{#- The staging of one landed raw table (`source_name`.`table`), as one select without CTEs
+    (so a model can inline it): the
     source's versions, restricted to the keys `keys_in` when given (a SQL subquery returning
     the key column; none: every key), screened (screened_versions: quarantined versions left
     out) and reduced to one row per `key_columns` (latest_version). Every version of a key in
@@ -7,10 +8,11 @@
     history and filtering after (the restriction is on the source's columns, so Iceberg prunes
     by them and Spark ranks only those keys). The staging models and the intermediate macros
     are built on it. -#}
-{% macro staged_versions(table, key_columns, keys_in=none, key_column=none) -%}
-    {%- set restricted = versions_in_scope(table, keys_in, key_column or key_columns[0]) -%}
+{% macro staged_versions(source_name, table, key_columns, keys_in=none, key_column=none) -%}
+    {%- set restricted = versions_in_scope(
+        source_name, table, keys_in, key_column or key_columns[0]) -%}
     {%- set loadable -%}
-        ({{ screened_versions(restricted, table) }})
+        ({{ screened_versions(restricted, source_name, table) }})
     {%- endset -%}
     {{ latest_version(loadable, key_columns) }}
 {%- endmacro %}

@@ -4,9 +4,9 @@
     and of the customers those versions name (keys_in their customer_id), so the select's
     references to them read memory, not the raw table again; else the versions whose
     `key_column` is in keys_in. -#}
-{% macro versions_in_scope(table, keys_in=none, key_column='order_id') %}
+{% macro versions_in_scope(source_name, table, keys_in=none, key_column='order_id') %}
     {% if not keys_in %}
-        {{ return(source('shop', table)) }}
+        {{ return(source(source_name, table)) }}
     {% endif %}
     {% if table in ('orders', 'order_items') and key_column == 'order_id'
         and keys_in == cached_scope_orders_subquery() %}
@@ -16,6 +16,6 @@
         and keys_in == 'select customer_id from ' ~ scope_versions_relation('orders') %}
         {{ return(scope_versions_relation('customers')) }}
     {% endif %}
-    {{ return("(select * from " ~ source('shop', table) ~ " where " ~ key_column ~ " in ("
+    {{ return("(select * from " ~ source(source_name, table) ~ " where " ~ key_column ~ " in ("
         ~ keys_in ~ "))") }}
 {% endmacro %}

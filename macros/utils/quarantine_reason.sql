@@ -4,42 +4,80 @@
     audit.audit_quarantined_rows lists the others with this reason. The watermark is computed
     over loadable rows only, so a version stamped in the future (a source clock running ahead)
     cannot move it past rows that never loaded.
-    Rules, for every table: a key null or not positive; updated_at null, or later than the
-    row's landing (`_loaded_at`) by more than var clock_skew_tolerance_minutes. For versions
-    that are not deletions (a deletion need only name its key): order lines with a null
-    product_id, a null or negative quantity or unit_price, a negative discount or a discount above the gross
-    (quantity x unit_price); orders without ordered_at or customer_id; products with a
-    negative unit_cost. `columns_prefix` qualifies the columns (e.g. 'versions.'). -#}
-{% macro quarantine_reason(table, columns_prefix='') %}
-    {%- set p = columns_prefix -%}
+    Rules for every landed table: a key column (unique_key) null or, when numeric, not
+    positive; the update time (the source's loaded_at_field) null, or later than the row's
+    landing (`_loaded_at`) by more than var clock_skew_tolerance_minutes. Then the table's own
+    rules, declared in order in its sources yml (config.meta.backfill_safe.quarantine), each
+    applied to versions that are not deletions (a deletion need only name its key):
+      - not_null: COLUMN            reason 'null COLUMN'
+      - non_negative: COLUMN        reason 'negative COLUMN'
+      - reject_if: SQL, reason: R   reason R when the SQL (over the table's columns) is true
+    The expression names the table's columns unqualified (reject_if's SQL is written so): use
+    it where they are unambiguous, e.g. over one relation. -#}
+{% macro quarantine_reason(source_name, table) %}
+    {%- set contract = landing_contract(source_name, table) -%}
+    {%- set where = "source " ~ source_name ~ "." ~ table ~ " (backfill_safe.quarantine)" -%}
+    {%- set p = '' -%}
     {%- set live = "not coalesce(" ~ p ~ "is_deleted, false) and " -%}
+    {%- set numeric = ('bigint', 'int', 'integer', 'smallint', 'tinyint', 'long', 'short') -%}
     {%- set rules = [] -%}
-    {%- for key in source_key_columns(table) -%}
+    {%- for key in contract.unique_key -%}
         {%- do rules.append((p ~ key ~ " is null", "null key " ~ key)) -%}
-        {%- do rules.append((p ~ key ~ " <= 0", "malformed key " ~ key ~ " (not positive)")) -%}
+        {%- set data_type = (contract_column_type(source_name, table, key) or '') | lower -%}
+        {%- if data_type in numeric -%}
+            {%- do rules.append((p ~ key ~ " <= 0", "malformed key " ~ key ~ " (not positive)")) -%}
+        {%- endif -%}
     {%- endfor -%}
-    {%- do rules.append((p ~ "updated_at is null", "null updated_at")) -%}
-    {%- do rules.append((p ~ "updated_at > " ~ p ~ "_loaded_at + make_dt_interval(0, 0, "
+    {%- set updated = p ~ contract.update_column -%}
+    {%- do rules.append((updated ~ " is null", "null " ~ contract.update_column)) -%}
+    {%- do rules.append((updated ~ " > " ~ p ~ "_loaded_at + make_dt_interval(0, 0, "
         ~ (var('clock_skew_tolerance_minutes') | int) ~ ", 0)",
-        "updated_at later than its landing (source clock ahead)")) -%}
-    {%- if table == 'order_items' -%}
-        {%- do rules.append((live ~ p ~ "product_id is null", "null product_id")) -%}
-        {%- do rules.append((live ~ p ~ "quantity is null", "null quantity")) -%}
-        {%- do rules.append((live ~ p ~ "quantity < 0", "negative quantity")) -%}
-        {%- do rules.append((live ~ p ~ "unit_price is null", "null unit_price")) -%}
-        {%- do rules.append((live ~ p ~ "unit_price < 0", "negative unit_price")) -%}
-        {%- do rules.append((live ~ p ~ "discount_amount < 0", "negative discount_amount")) -%}
-        {%- do rules.append((live ~ "coalesce(" ~ p ~ "discount_amount, 0) > " ~ p ~ "quantity * " ~ p ~ "unit_price",
-            "discount_amount above the gross (quantity x unit_price)")) -%}
-    {%- elif table == 'orders' -%}
-        {%- do rules.append((live ~ p ~ "ordered_at is null", "null ordered_at")) -%}
-        {%- do rules.append((live ~ p ~ "customer_id is null", "null customer_id")) -%}
-    {%- elif table == 'products' -%}
-        {%- do rules.append((live ~ p ~ "unit_cost < 0", "negative unit_cost")) -%}
-    {%- endif -%}
+        contract.update_column ~ " later than its landing (source clock ahead)")) -%}
+    {%- for rule in contract.quarantine -%}
+        {%- if rule is not mapping -%}
+            {{ exceptions.raise_compiler_error(where ~ ": each rule is a mapping (not_null, "
+                ~ "non_negative, or reject_if with reason); got " ~ rule) }}
+        {%- endif -%}
+        {%- set kinds = rule.keys() | reject('equalto', 'reason') | list -%}
+        {%- if kinds | length != 1 or kinds[0] not in ('not_null', 'non_negative', 'reject_if') -%}
+            {{ exceptions.raise_compiler_error(where ~ ": a rule is one of not_null: COLUMN, "
+                ~ "non_negative: COLUMN, reject_if: SQL (with reason: TEXT); got " ~ rule) }}
+        {%- endif -%}
+        {%- set kind = kinds[0] -%}
+        {%- if kind == 'reject_if' -%}
+            {%- if not rule.get('reason') -%}
+                {{ exceptions.raise_compiler_error(where ~ ": reject_if needs a reason; got " ~ rule) }}
+            {%- endif -%}
+            {%- do rules.append((live ~ "(" ~ rule['reject_if'] ~ ")",
+                rule['reason'])) -%}
+        {%- else -%}
+            {%- set column = rule[kind] -%}
+            {%- if column not in contract.columns -%}
+                {{ exceptions.raise_compiler_error(where ~ ": " ~ kind ~ " names column '"
+                    ~ column ~ "', which the table does not declare " ~ contract.columns) }}
+            {%- endif -%}
+            {%- if kind == 'not_null' -%}
+                {%- do rules.append((live ~ p ~ column ~ " is null", "null " ~ column)) -%}
+            {%- else -%}
+                {%- do rules.append((live ~ p ~ column ~ " < 0", "negative " ~ column)) -%}
+            {%- endif -%}
+        {%- endif -%}
+    {%- endfor -%}
     case
         {%- for condition, reason in rules %}
-        when {{ condition }} then '{{ reason }}'
+        when {{ condition }} then '{{ reason | replace("'", "\\'") }}'
         {%- endfor %}
     end
 {%- endmacro %}
+
+{#- The declared data_type of a column of a source table (none when not declared). -#}
+{% macro contract_column_type(source_name, table, column) %}
+    {% if not execute %}
+        {{ return(none) }}
+    {% endif %}
+    {% for src in graph.sources.values()
+        if src.source_name == source_name and src.name == table and column in src.columns %}
+        {{ return(src.columns[column].data_type) }}
+    {% endfor %}
+    {{ return(none) }}
+{% endmacro %}

@@ -1,5 +1,5 @@
-{#- The versions of a raw table with their quarantine verdict, as a select over `relation`
-    (the source, or a CTE of it): the table's columns plus `_quarantine_reason`, null for a
+{#- The versions of landed raw table `source_name`.`table` with their quarantine verdict, as a
+    select over `relation` (the source, or a CTE of it): the table's columns plus `_quarantine_reason`, null for a
     loadable version. Besides the row rules of quarantine_reason, versions of one key with the
     same updated_at in one file that disagree (different content) are all quarantined: no rule
     can tell which one the source meant, so the key keeps its previous version. (Across files the
@@ -7,8 +7,9 @@
     keep: 'valid' (the loadable versions), 'quarantined', or 'all'.
     One window over the key (peers: same updated_at and file), the partitioning latest_version
     uses next, so Spark shuffles the versions once. -#}
-{% macro screened_versions(relation, table, keep='valid') %}
-    {%- set keys = source_key_columns(table) -%}
+{% macro screened_versions(relation, source_name, table, keep='valid') %}
+    {%- set contract = landing_contract(source_name, table) -%}
+    {%- set keys = contract.unique_key -%}
     {%- if keep not in ('valid', 'quarantined', 'all') -%}
         {{ exceptions.raise_compiler_error(
             "screened_versions: keep must be 'valid', 'quarantined' or 'all', not '" ~ keep ~ "'") }}
@@ -27,7 +28,7 @@
         from (
             select
                 hashed.*,
-                {{ quarantine_reason(table, 'hashed.') }} as _row_problem,
+                {{ quarantine_reason(source_name, table) }} as _row_problem,
                 -- over the versions of the key with the same updated_at and file (the peers of
                 -- the row in this order): the same partitioning as latest_version's, one shuffle
                 min(hashed._payload) over peers as _least_payload,
@@ -40,7 +41,7 @@
             ) as hashed
             window peers as (
                 partition by {% for key in keys %}hashed.{{ key }}{{ ", " if not loop.last }}{% endfor %}
-                order by hashed.updated_at, hashed._source_file
+                order by hashed.{{ contract.update_column }}, hashed._source_file
                 range between current row and current row
             )
         ) as checked

@@ -274,6 +274,6 @@ def land_next_day(spark: SparkSession, s: Scale, folder: Path) -> dict:
                 on lines.order_id = orders.order_id
         )""").collect()[0]
     landed = land(spark, [files["orders"], files["order_items"]])
-    return {"landed": {f.table: f.rows for f in landed}, "order_dates_touched": touched.dates,
+    return {"landed": {f.relation.split(".")[-1]: f.rows for f in landed}, "order_dates_touched": touched.dates,
             "order_dates_touched_before_lookback": touched.dates_old, "lines_touched": touched.lines,
             "lines_touched_before_lookback": touched.lines_old}

@@ -32,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     land = commands.add_parser("land", help="validate files against the raw contract and append them")
     land.add_argument("files", nargs="+", type=Path, help="Parquet or CSV files, or day folders holding them")
-    land.add_argument("--table", help="raw table to append to (default: from each file's name)")
+    land.add_argument("--table", help="raw table to append to, as table or source.table (default: from each "
+                      "file's name); the raw tables are the sources declaring config.meta.backfill_safe")
 
     backfill = commands.add_parser(
         "backfill",
@@ -141,11 +142,16 @@ def _dispatch(args: argparse.Namespace) -> int:
         from pipeline.land import LandingError, land
         from pipeline.engine import get_engine
 
+        from pipeline.dbt import Dbt
+
         files = [f for p in args.files for f in (sorted(p.iterdir()) if p.is_dir() else [p])]
         try:
-            for landed in land(get_engine(), files, table=args.table):
+            engine = get_engine()
+            # the contract is the sources yml as it is now, read from the manifest
+            Dbt(quiet=True).invoke("parse")
+            for landed in land(engine, files, table=args.table):
                 note = "already landed, skipped" if landed.skipped else f"{landed.rows} rows"
-                print(f"{landed.path} -> raw.{landed.table}: {note}")
+                print(f"{landed.path} -> {landed.relation} ({landed.table}): {note}")
         except LandingError as error:
             print(f"error: {error}; nothing was appended", file=sys.stderr)
             return 2

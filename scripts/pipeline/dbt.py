@@ -138,3 +138,14 @@ def _node_results(result: dbtRunnerResult) -> list[NodeResult]:
             execution_time=float(getattr(item, "execution_time", 0.0) or 0.0),
         ))
     return nodes
+
+
+def parse_project() -> None:
+    """`dbt parse` into the target folder, without starting Spark (parsing opens no connection):
+    for what reads the project's declarations only (the landing contract, contract.load)."""
+    paths.export_environment()
+    command = ["--quiet", "--log-path", str(paths.state_dir() / "logs"), "parse",
+               "--project-dir", str(paths.PROJECT_DIR), "--profiles-dir", str(paths.PROFILES_DIR)]
+    result: dbtRunnerResult = dbtRunner().invoke(command)
+    if result.exception is not None or not result.success:
+        raise DbtError(["parse"], [], result.exception)

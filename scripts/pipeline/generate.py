@@ -30,6 +30,10 @@ import pyarrow.parquet as pq
 
 from pipeline import contract
 
+# the shop example's source and its raw tables; their columns and types are the landing
+# contract the sources yml declares (contract.load)
+SOURCE = "shop"
+TABLES = ("orders", "order_items", "customers", "products")
 CHANNELS = ("web", "app", "store", "phone", "marketplace")
 STATUSES = ("placed", "shipped", "completed")
 CATEGORIES = ("books", "games", "garden", "kitchen", "toys", "tools")
@@ -71,7 +75,7 @@ class GeneratorConfig:
 
 @dataclass
 class _Day:
-    rows: dict[str, list[dict]] = field(default_factory=lambda: {t: [] for t in contract.TABLES})
+    rows: dict[str, list[dict]] = field(default_factory=lambda: {t: [] for t in TABLES})
 
     def emit(self, table: str, version: dict) -> None:
         self.rows[table].append(dict(version))
@@ -313,7 +317,7 @@ def generate(config: GeneratorConfig, out_dir: Path) -> list[Path]:
 
 
 def _write(path: Path, table: str, rows: list[dict]) -> None:
-    schema = contract.arrow_schema(table)
+    schema = contract.load().table(f"{SOURCE}.{table}").arrow_schema()
     columns = schema.names
     if path.suffix == ".parquet":
         pq.write_table(pa.Table.from_pylist([{c: r[c] for c in columns} for r in rows], schema=schema), path)

@@ -1,6 +1,8 @@
 """Landing: append Parquet or CSV files to the append-only raw tables.
 
-Every file is validated against the contract before anything is written: a missing, extra or
+The contract (scripts/pipeline/contract.py) is what the dbt project's sources yml declares:
+every source table with a `backfill_safe` block, read from dbt's manifest. Every file is
+validated against it before anything is written: a missing, extra or
 mistyped column, or a value that does not parse, is an error that names the file and the
 column, and no file of the batch is appended. Each valid file is then appended in one Iceberg
 commit, stamped with `_loaded_at` (ingestion time) and `_source_file`, and logged with its row
@@ -20,7 +22,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
-from pipeline import contract
+from pipeline import contract as contracts
+from pipeline.contract import Contract, ContractError, RawTable
 from pipeline.engine import Sql, literal
 
 
@@ -31,38 +34,51 @@ class LandingError(ValueError):
 @dataclass(frozen=True)
 class LandedFile:
     path: Path
-    table: str
+    table: str  # source.table
+    relation: str  # schema.table
     rows: int
     skipped: bool = False
 
 
-def table_for(path: Path) -> str:
-    """The raw table a file belongs to, from its name: `orders.parquet`, `order_items-2.csv`."""
+def table_for(path: Path, contract: Contract) -> RawTable:
+    """The raw table a file belongs to, from its name: `orders.parquet`, `order_items-2.csv`, or
+    `<source>__<table>...` where two sources land a table of the same name. The longest name
+    that matches wins (`order_items-2` is order_items, not orders)."""
     stem = path.name.split(".")[0]
-    for table in sorted(contract.TABLES, key=len, reverse=True):
-        if stem == table or stem.startswith(table + "-") or stem.startswith(table + "_"):
-            if table == "orders" and stem.startswith("order_items"):
-                continue
+
+    def named(candidate: str) -> bool:
+        return stem == candidate or stem.startswith(candidate + "-") or stem.startswith(candidate + "_")
+
+    for table in sorted(contract.tables.values(), key=lambda t: -len(t.name)):
+        if named(f"{table.source_name}__{table.name}"):
             return table
+    matches = [t for t in contract.tables.values() if named(t.name)]
+    longest = [t for t in matches if len(t.name) == max((len(m.name) for m in matches), default=0)]
+    if len(longest) == 1:
+        return longest[0]
+    if longest:
+        raise LandingError(f"{path}: table {longest[0].name!r} is landed by several sources; name the file "
+                           f"<source>__<table> (e.g. {longest[0].source_name}__{longest[0].name}.parquet) "
+                           "or pass --table source.table")
     raise LandingError(
         f"{path}: cannot tell the raw table from the file name; name it after one of "
-        f"{sorted(contract.TABLES)} (e.g. orders.parquet) or pass --table"
+        f"{contract.names()} (e.g. {contract.names()[0]}.parquet) or pass --table"
     )
 
 
-def _check_columns(path: Path, table: str, found: pa.Schema) -> None:
-    expected = contract.arrow_schema(table)
+def _check_columns(path: Path, table: RawTable, found: pa.Schema) -> None:
+    expected = table.arrow_schema()
     missing = [name for name in expected.names if name not in found.names]
     extra = [name for name in found.names if name not in expected.names]
     if missing:
-        raise LandingError(f"{path}: column {missing[0]!r} of raw.{table} is missing (missing: {missing})")
+        raise LandingError(f"{path}: column {missing[0]!r} of {table.relation} is missing (missing: {missing})")
     if extra:
-        raise LandingError(f"{path}: column {extra[0]!r} is not in the contract of raw.{table} (extra: {extra})")
+        raise LandingError(f"{path}: column {extra[0]!r} is not in the contract of {table.relation} (extra: {extra})")
     for field in expected:
         actual = found.field(field.name).type
         if not _compatible(field.type, actual):
             raise LandingError(
-                f"{path}: column {field.name!r} has type {actual}, raw.{table} expects {field.type}"
+                f"{path}: column {field.name!r} has type {actual}, {table.relation} expects {field.type}"
             )
 
 
@@ -76,8 +92,8 @@ def _compatible(expected: pa.DataType, actual: pa.DataType) -> bool:
     return actual == expected or (pa.types.is_null(actual))
 
 
-def validate(path: Path, table: str) -> int:
-    """Check one file against the contract of raw.<table>; return its row count."""
+def validate(path: Path, table: RawTable) -> int:
+    """Check one file against the contract of its raw table; return its row count."""
     if not path.is_file():
         raise LandingError(f"{path}: no such file")
     suffix = path.suffix.lower()
@@ -94,8 +110,8 @@ def validate(path: Path, table: str) -> int:
     raise LandingError(f"{path}: unsupported file type {suffix!r}; land .parquet or .csv files")
 
 
-def _validate_csv(path: Path, table: str) -> int:
-    expected = contract.arrow_schema(table)
+def _validate_csv(path: Path, table: RawTable) -> int:
+    expected = table.arrow_schema()
     try:
         with path.open("rb") as handle:
             header_line = handle.readline().decode("utf-8")
@@ -131,10 +147,11 @@ def _validate_csv(path: Path, table: str) -> int:
 LANDED_FILES = "control.landed_files"
 
 
-def ensure_raw_tables(spark: Sql) -> None:
-    spark.sql(f"create schema if not exists {contract.RAW_SCHEMA}")
-    for table in contract.TABLES:
-        spark.sql(contract.create_table_sql(table))
+def ensure_raw_tables(spark: Sql, contract: Contract) -> None:
+    for schema in contract.schemas():
+        spark.sql(f"create schema if not exists {schema}")
+    for table in contract.tables.values():
+        spark.sql(table.create_table_sql())
     spark.sql("create schema if not exists control")
     # the landing's log, for the count check landed = loaded + quarantined (a data test)
     spark.sql(f"create table if not exists {LANDED_FILES} (table_name string, source_file string,"
@@ -142,7 +159,7 @@ def ensure_raw_tables(spark: Sql) -> None:
 
 
 def _log_landed(spark: Sql, files: list[tuple[str, Path, int]]) -> None:
-    """One commit to the landing log for the files (table, path, rows) of a batch."""
+    """One commit to the landing log for the files (source.table, path, rows) of a batch."""
     if files:
         rows, args = [], {}
         for n, (table, path, count) in enumerate(files):
@@ -151,11 +168,11 @@ def _log_landed(spark: Sql, files: list[tuple[str, Path, int]]) -> None:
         spark.sql(f"insert into {LANDED_FILES} values {', '.join(rows)}", args=args)
 
 
-def _append(spark: Sql, path: Path, table: str) -> None:
-    """Append one file to raw.<table> in one commit, in SQL only (a temporary view over the
+def _append(spark: Sql, path: Path, table: RawTable) -> None:
+    """Append one file to its raw table in one commit, in SQL only (a temporary view over the
     file, then an insert), so it runs the same on the embedded session and through a Thrift
     Server (which must see the file at the same path)."""
-    columns = contract.TABLES[table]
+    columns = table.columns
     location = literal(str(path))
     if path.suffix.lower() == ".parquet":
         spark.sql(f"create or replace temporary view landing_file using parquet options (path {location})")
@@ -165,39 +182,45 @@ def _append(spark: Sql, path: Path, table: str) -> None:
                   f" options (path {location}, header 'true', mode 'FAILFAST')")
     try:
         casts = ", ".join(f"cast({c.name} as {c.spark_type}) as {c.name}" for c in columns)
-        spark.sql(f"insert into {contract.RAW_SCHEMA}.{table} select {casts}, current_timestamp() as _loaded_at,"
+        spark.sql(f"insert into {table.relation} select {casts}, current_timestamp() as _loaded_at,"
                   " :f as _source_file from landing_file", args={"f": str(path)})
     finally:
         spark.sql("drop view if exists landing_file")
 
 
-def land(spark: Sql, files: list[Path], table: str | None = None) -> list[LandedFile]:
-    """Validate every file, then append each one; nothing is appended if any file is invalid."""
-    if table is not None and table not in contract.TABLES:
-        raise LandingError(f"--table {table!r} is not a raw table; expected one of {sorted(contract.TABLES)}")
+def land(spark: Sql, files: list[Path], table: str | None = None, contract: Contract | None = None
+         ) -> list[LandedFile]:
+    """Validate every file, then append each one; nothing is appended if any file is invalid.
+    `table` (table or source.table) lands every file there; else each file's name tells.
+    `contract` defaults to the one of the project's manifest (contract.load)."""
+    try:
+        contract = contract or contracts.load()
+        target = contract.table(table) if table is not None else None
+    except ContractError as error:
+        raise LandingError(f"--table {table!r}: {error}" if table is not None and "landed raw table" in str(error)
+                           else str(error)) from error
     planned = []
     for path in files:
         path = Path(path).resolve()
-        target = table or table_for(path)
-        planned.append((path, target, validate(path, target)))
-    ensure_raw_tables(spark)
+        raw = target or table_for(path, contract)
+        planned.append((path, raw, validate(path, raw)))
+    ensure_raw_tables(spark, contract)
     landed, unlogged = [], []
-    for path, target, rows in planned:
+    for path, raw, rows in planned:
         already = spark.sql(
-            f"select 1 from {contract.RAW_SCHEMA}.{target} where _source_file = :f limit 1", args={"f": str(path)}
+            f"select 1 from {raw.relation} where _source_file = :f limit 1", args={"f": str(path)}
         ).collect()
         if already:
             # a crash between the append and its log entry leaves the file unlogged: log it now
-            logged = spark.sql(f"select 1 from {LANDED_FILES} where table_name = :t and source_file = :f limit 1",
-                               args={"t": target, "f": str(path)}).collect()
+            logged = spark.sql(f"select 1 from {LANDED_FILES} where table_name in (:q, :t) and source_file = :f"
+                               " limit 1", args={"q": raw.qualified_name, "t": raw.name, "f": str(path)}).collect()
             if not logged:
-                unlogged.append((target, path, rows))
-            landed.append(LandedFile(path, target, 0, skipped=True))
+                unlogged.append((raw.qualified_name, path, rows))
+            landed.append(LandedFile(path, raw.qualified_name, raw.relation, 0, skipped=True))
             continue
-        _append(spark, path, target)
-        unlogged.append((target, path, rows))
-        landed.append(LandedFile(path, target, rows))
+        _append(spark, path, raw)
+        unlogged.append((raw.qualified_name, path, rows))
+        landed.append(LandedFile(path, raw.qualified_name, raw.relation, rows))
     # after the appends: a crash in between leaves files unlogged, and landing them again logs them
     _log_landed(spark, unlogged)
     return landed
-

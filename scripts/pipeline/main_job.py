@@ -96,12 +96,12 @@ def _reconciliation(results: list[NodeResult]) -> Table:
 
 def _quarantine(spark) -> str:
     """Landed versions not loaded (audit_quarantined_rows), per table and reason."""
-    rows = spark.sql("select source_table, reason, count(*) as n from audit.audit_quarantined_rows"
-                     " group by 1, 2 order by 1, 2").collect()
+    rows = spark.sql("select source_name, source_table, reason, count(*) as n from audit.audit_quarantined_rows"
+                     " group by 1, 2, 3 order by 1, 2, 3").collect()
     if not rows:
         return "quarantine (audit.audit_quarantined_rows): no landed row was set aside"
     return "quarantine (audit.audit_quarantined_rows): " + "; ".join(
-        f"raw.{r.source_table} {r.n} x {r.reason}" for r in rows)
+        f"{r.source_name}.{r.source_table} {r.n} x {r.reason}" for r in rows)
 
 
 def _freshness(dbt: Dbt, spark) -> Table:

@@ -48,7 +48,7 @@ def customer(customer_id: int, updated_at: str, *, segment: str = "consumer", is
 
 def write_parquet(path: Path, table: str, rows: list[dict]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=contract.arrow_schema(table)), path)
+    pq.write_table(pa.Table.from_pylist(rows, schema=contract.load().table(table).arrow_schema()), path)
     return path
 
 

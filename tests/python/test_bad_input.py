@@ -36,7 +36,7 @@ def _parquet(path: Path, table: pa.Table) -> Path:
 
 def _orders_table(rows: int = 1) -> pa.Table:
     return pa.Table.from_pylist([order(n, "2025-01-01 10:00") for n in range(1, rows + 1)],
-                                schema=contract.arrow_schema("orders"))
+                                schema=contract.load().table("orders").arrow_schema())
 
 
 def _new_column(tmp: Path) -> Path:

@@ -28,7 +28,7 @@ def raw_count(spark, table: str) -> int:
 def test_landing_appends_and_stamps_loaded_at_and_source_file(spark_empty, tmp_path: Path):
     path = write_parquet(tmp_path / "orders.parquet", "orders", [order(1, "2025-01-01 10:00"), order(2, "2025-01-01 11:00")])
     [landed] = land(spark_empty, [path])
-    assert (landed.table, landed.rows, landed.skipped) == ("orders", 2, False)
+    assert (landed.table, landed.relation, landed.rows, landed.skipped) == ("shop.orders", "raw.orders", 2, False)
     rows = spark_empty.sql("select _loaded_at, _source_file from raw.orders").collect()
     assert len(rows) == 2 and all(r._loaded_at is not None for r in rows)
     assert {r._source_file for r in rows} == {str(path.resolve())}

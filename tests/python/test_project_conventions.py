@@ -6,23 +6,11 @@ from pathlib import Path
 
 import yaml
 
-from pipeline import contract
 from pipeline.paths import PROJECT_DIR
 
 
 def _yml(path: str) -> dict:
     return yaml.safe_load((PROJECT_DIR / path).read_text())
-
-
-def test_sources_yml_declares_exactly_the_landing_contract():
-    [source] = _yml("models/staging/shop/_shop__sources.yml")["sources"]
-    assert source["schema"] == contract.RAW_SCHEMA
-    declared = {t["name"]: [c["name"] for c in t["columns"]] for t in source["tables"]}
-    expected = {
-        name: [c.name for c in columns] + [name for name, _ in contract.AUDIT_COLUMNS]
-        for name, columns in contract.TABLES.items()
-    }
-    assert declared == expected
 
 
 def test_every_model_is_documented_in_its_folder_yml():

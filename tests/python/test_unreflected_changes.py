@@ -157,3 +157,14 @@ def test_a_late_correction_landed_but_not_yet_run_is_listed_before_the_run(base:
     line_sk = base.rows("select order_item_sk from marts.fct_order_item"
                         " where order_id = 101 and order_item_id = 1")[0].order_item_sk
     assert listed(base) == {"fct_order_item": {line_sk}, "fct_orders": {"101"}}
+
+
+def test_a_lookback_domain_the_var_does_not_name_is_an_error_not_a_default(base: Warehouse):
+    from pipeline.dbt import DbtError
+
+    with pytest.raises(DbtError) as raised:
+        base.dbt.invoke("compile", "--select", "audit_unreflected_changes",
+                        "--vars", "{lookback_days: {sale: 3, customers: 3, products: 3}}")
+    message = str(raised.value)
+    assert "lookback domain 'sales' is not in var 'lookback_days' (domains: customers, products, sale)" in message
+    assert "audit_unreflected_changes" in message

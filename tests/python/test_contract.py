@@ -1,0 +1,109 @@
+"""The landing contract is the sources yml: read from dbt's manifest, checked, and refused with
+the file, table and column named when the landing could not honour it. No Spark."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from pipeline import contract, paths
+from pipeline.contract import Contract, ContractError
+from pipeline.land import LandingError, table_for
+
+
+@pytest.fixture(scope="module")
+def manifest() -> dict:
+    contract.load()  # parses the project when its manifest is missing or older than a yml
+    return json.loads((paths.target_dir() / "manifest.json").read_text())
+
+
+def test_the_shop_sources_yml_is_the_landing_contract(manifest: dict):
+    declared = Contract.from_manifest(manifest)
+    assert sorted(declared.tables) == ["shop.customers", "shop.order_items", "shop.orders", "shop.products"]
+    items = declared.table("order_items")
+    assert items.relation == "raw.order_items" and items.unique_key == ("order_id", "order_item_id")
+    assert items.update_column == "updated_at"
+    assert items.arrow_schema().field("unit_price").type == pa.decimal128(12, 2)
+    assert "_loaded_at" not in items.arrow_schema().names  # stamped by the landing, never in a file
+    assert "partitioned by (days(updated_at))" in items.create_table_sql()
+
+
+def _mutated(manifest: dict, change) -> dict:
+    changed = copy.deepcopy(manifest)
+    change(changed["sources"]["source.backfill_safe.shop.order_items"])
+    return changed
+
+
+def _meta(node: dict) -> dict:
+    return node["config"]["meta"]["backfill_safe"]
+
+
+BROKEN = {
+    "no data_type": (lambda n: n["columns"]["quantity"].pop("data_type"), "column 'quantity' declares no data_type"),
+    "unsupported type": (lambda n: n["columns"]["quantity"].update(data_type="interval"),
+                         "column 'quantity' has data_type 'interval'"),
+    "no unique_key": (lambda n: _meta(n).pop("unique_key"), "backfill_safe.unique_key is missing"),
+    "undeclared key": (lambda n: _meta(n).update(unique_key=["line_no"]), "unique_key column 'line_no' is not declared"),
+    "no is_deleted": (lambda n: n["columns"].pop("is_deleted"), "column 'is_deleted' (boolean) is missing"),
+    "mistyped update time": (lambda n: n["columns"]["updated_at"].update(data_type="date"),
+                             "column 'updated_at' must be timestamp, not date"),
+    "unknown rule": (lambda n: _meta(n)["quarantine"].append({"positive": "quantity"}),
+                     "quarantine rule {'positive': 'quantity'} is not one of"),
+    "rule on an undeclared column": (lambda n: _meta(n)["quarantine"].append({"not_null": "colour"}),
+                                     "not_null names column 'colour', which is not declared"),
+    "reject_if without reason": (lambda n: _meta(n)["quarantine"].append({"reject_if": "quantity > 99"}),
+                                 "needs a reason"),
+    "unknown key": (lambda n: _meta(n).update(lookback=3), "backfill_safe has no key 'lookback'"),
+}
+
+
+@pytest.mark.parametrize("case", BROKEN)
+def test_a_declaration_the_landing_cannot_honour_is_refused_naming_file_table_and_column(manifest: dict, case: str):
+    change, message = BROKEN[case]
+    with pytest.raises(ContractError) as raised:
+        Contract.from_manifest(_mutated(manifest, change))
+    assert message in str(raised.value)
+    assert "models/staging/shop/_shop__sources.yml: source shop.order_items" in str(raised.value)
+
+
+def test_a_project_without_a_landed_table_is_refused(manifest: dict):
+    bare = copy.deepcopy(manifest)
+    for node in bare["sources"].values():
+        node["config"]["meta"].pop("backfill_safe", None)
+        node["meta"].pop("backfill_safe", None)
+    with pytest.raises(ContractError, match="no source of the dbt project declares a landed raw table"):
+        Contract.from_manifest(bare)
+
+
+def test_a_new_source_table_needs_only_its_declaration(manifest: dict):
+    # a second source system with a table of its own and one whose name the shop also uses
+    extended = copy.deepcopy(manifest)
+    tickets = copy.deepcopy(extended["sources"]["source.backfill_safe.shop.customers"])
+    tickets.update(source_name="support", name="tickets", identifier="tickets", schema="raw_support")
+    tickets["columns"] = {n: {"name": n, "data_type": t} for n, t in [
+        ("ticket_id", "bigint"), ("opened_at", "timestamp"), ("priority", "smallint"), ("score", "decimal(5,1)"),
+        ("updated_at", "timestamp"), ("is_deleted", "boolean"), ("_loaded_at", "timestamp"),
+        ("_source_file", "string")]}
+    tickets["config"]["meta"]["backfill_safe"] = {"unique_key": "ticket_id", "quarantine": [{"not_null": "opened_at"}]}
+    orders = copy.deepcopy(extended["sources"]["source.backfill_safe.shop.orders"])
+    orders.update(source_name="support", schema="raw_support")
+    extended["sources"].update({"source.backfill_safe.support.tickets": tickets,
+                                "source.backfill_safe.support.orders": orders})
+    declared = Contract.from_manifest(extended)
+
+    assert declared.table("tickets").relation == "raw_support.tickets"
+    assert declared.table("tickets").arrow_schema().field("score").type == pa.decimal128(5, 1)
+    assert declared.schemas() == ["raw", "raw_support"]
+    assert table_for(Path("tickets-2025-01-02.csv"), declared).qualified_name == "support.tickets"
+    assert table_for(Path("order_items-2.parquet"), declared).qualified_name == "shop.order_items"
+    assert table_for(Path("support__orders.parquet"), declared).qualified_name == "support.orders"
+    with pytest.raises(ContractError, match=r"landed by several sources; name one of \['shop.orders', 'support.orders'\]"):
+        declared.table("orders")
+    with pytest.raises(LandingError, match="name the file <source>__<table>"):
+        table_for(Path("orders.parquet"), declared)
+    with pytest.raises(LandingError, match="cannot tell the raw table from the file name"):
+        table_for(Path("refunds.parquet"), declared)
