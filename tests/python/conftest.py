@@ -17,6 +17,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 from helpers import Warehouse  # noqa: E402
 
 
+JVM_FIXTURES = {"spark", "dbt", "warehouse", "spark_empty"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tiers: a test marked `fast` (the developer's loop) must not start the JVM; every other
+    test is `integration`. A fast test that asks for the Spark session is an error at
+    collection, so the fast tier cannot grow a JVM start unnoticed."""
+    for item in items:
+        if item.get_closest_marker("fast"):
+            jvm = JVM_FIXTURES & set(getattr(item, "fixturenames", ()))
+            if jvm:
+                raise pytest.UsageError(f"{item.nodeid} is marked fast but uses the fixture(s) {sorted(jvm)}, "
+                                        "which start Spark: drop the fast marker")
+        else:
+            item.add_marker(pytest.mark.integration)
+
+
 @pytest.fixture(scope="session")
 def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("state")

@@ -13,6 +13,8 @@ import pytest
 from pipeline.backfill.plan import (PlanError, check_reason, check_run_id, parse_date, parse_selectors, windows,
                                     windows_for_dates)
 
+pytestmark = pytest.mark.fast
+
 PROJECT = Path(__file__).resolve().parents[2]
 
 

@@ -43,6 +43,7 @@ def _scan_plan(execution: int, time_ms: int, table: str, first_id: int) -> str:
                        "sparkPlanInfo": {"nodeName": "MergeRows", "simpleString": "", "metrics": [], "children": [scan]}})
 
 
+@pytest.mark.fast
 def test_event_log_tasks_and_scans_are_attributed_to_phases_by_time():
     lines = [
         _scan_plan(0, 1_000, "raw.order_items", 10),
@@ -68,6 +69,7 @@ def test_event_log_tasks_and_scans_are_attributed_to_phases_by_time():
                                                                                  "data_files_skipped": 347}}
 
 
+@pytest.mark.fast
 def test_event_log_reader_wants_one_finished_log(tmp_path: Path):
     (tmp_path / "local-1.inprogress").write_text("{}\n")
     with pytest.raises(RuntimeError, match="expected one finished"):
@@ -76,6 +78,7 @@ def test_event_log_reader_wants_one_finished_log(tmp_path: Path):
     assert list(bench_metrics.event_log_lines(tmp_path)) == ['{"Event": "SparkListenerLogStart"}\n']
 
 
+@pytest.mark.fast
 def test_peak_memory_of_this_process_is_read_and_reset():
     peak = bench_metrics.peak_rss_mb()
     assert peak is not None and peak > 1
@@ -110,6 +113,7 @@ def _report() -> dict:
             "scales": {"1000000": scale(8, 20), "20000000": scale(12, 19)}}
 
 
+@pytest.mark.fast
 def test_targets_are_judged_from_the_figures():
     report = _report()
     found = bench_incremental.targets(report)
@@ -121,6 +125,7 @@ def test_targets_are_judged_from_the_figures():
     assert found["equal_to_full_refresh"]["1000000"] == {"daily": True}
 
 
+@pytest.mark.fast
 def test_targets_take_the_median_of_repeated_daily_runs():
     """--daily-repeats: one slow or fast run of the same commit does not decide a target."""
     report = _report()
@@ -139,6 +144,7 @@ def test_targets_take_the_median_of_repeated_daily_runs():
     assert "| 20.0M | daily#3:daily |" in text
 
 
+@pytest.mark.fast
 def test_markdown_report_has_a_row_per_phase_the_tuning_and_the_targets():
     report = _report()
     report["targets"] = bench_incremental.targets(report)
@@ -152,6 +158,7 @@ def test_markdown_report_has_a_row_per_phase_the_tuning_and_the_targets():
     assert "20.0M: daily changed partitions {'fct_order_item': 19, 'fct_orders': 20} vs 20 order dates touched: not met" in text
 
 
+@pytest.mark.fast
 def test_baseline_models_are_off_unless_the_benchmark_asks(tmp_path: Path):
     """`dbt ls` of the project lists no benchmark model; with var bench_baselines it lists all three."""
     from dbt.cli.main import dbtRunner

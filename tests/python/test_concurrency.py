@@ -54,6 +54,7 @@ def test_a_second_process_on_the_embedded_warehouse_is_refused_before_it_writes(
     assert not spark.catalog.tableExists("raw.orders")  # nothing landed
 
 
+@pytest.mark.fast
 def test_a_killed_holder_leaves_no_lock(tmp_path: Path):
     state = tmp_path / "state"
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(state)], stdout=subprocess.PIPE, text=True,

@@ -14,6 +14,8 @@ from pipeline import contract, paths
 from pipeline.contract import Contract, ContractError
 from pipeline.land import LandingError, table_for
 
+pytestmark = pytest.mark.fast
+
 
 @pytest.fixture(scope="module")
 def manifest() -> dict:

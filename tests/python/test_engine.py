@@ -20,6 +20,7 @@ HOSTILE = [
 ]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("value", HOSTILE)
 def test_a_string_parameter_stays_one_literal(value: str):
     text = bind("select :v as v", {"v": value})
@@ -29,15 +30,18 @@ def test_a_string_parameter_stays_one_literal(value: str):
     assert "'" not in unescaped
 
 
+@pytest.mark.fast
 def test_placeholders_inside_literals_and_identifiers_are_left_alone():
     assert bind("select ':x', `a:x`, :x", {"x": 1}) == "select ':x', `a:x`, 1"
 
 
+@pytest.mark.fast
 def test_a_missing_parameter_is_an_error():
     with pytest.raises(KeyError, match=":run_id"):
         bind("select * from t where run_id = :run_id", {"other": 1})
 
 
+@pytest.mark.fast
 def test_literals_of_each_type():
     assert literal(None) == "null"
     assert literal(True) == "true"

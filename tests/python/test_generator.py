@@ -10,6 +10,8 @@ import pytest
 
 from pipeline.generate import GeneratorConfig, generate
 
+pytestmark = pytest.mark.fast
+
 
 def read_days(folders: list[Path]) -> list[dict[str, list[dict]]]:
     return [{p.stem: pq.read_table(p).to_pylist() for p in sorted(folder.iterdir())} for folder in folders]

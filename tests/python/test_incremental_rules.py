@@ -43,6 +43,8 @@ def md5_key(*parts: object) -> str:
 class Scenario:
     base: dict = field(default_factory=dict)
     after: dict = field(default_factory=dict)
+    row_files_before: dict = field(default_factory=dict)  # (order, line) -> the data file holding its row
+    row_files_after: dict = field(default_factory=dict)
     orders_after: dict = field(default_factory=dict)
     dim_product: list = field(default_factory=list)
     fact_change: iceberg.Change | None = None
@@ -86,6 +88,7 @@ def scenario(spark, dbt, tmp_path_factory) -> Scenario:
     )
     wh.dbt_run()
     s.base = wh.fact_lines()
+    s.row_files_before = row_files(wh)
     s.watermark_before = wh.watermark("fct_order_item")
     before = wh.snapshot_id(FACT)
     s.files_before = wh.files_by_partition(FACT)
@@ -143,6 +146,7 @@ def scenario(spark, dbt, tmp_path_factory) -> Scenario:
     s.scratch_after = [row.tableName for row in wh.rows("show tables in scratch") if not row.isTemporary] \
         if spark.catalog.databaseExists("scratch") else []
     s.after = wh.fact_lines()
+    s.row_files_after = row_files(wh)
     s.orders_after = {r.order_id: r for r in wh.rows("select * from marts.fct_orders")}
     s.dim_product = wh.rows("select * from marts.dim_product order by product_id, valid_from")
     s.fact_change = iceberg.change_since(spark, FACT, before, "order_item_sk")
@@ -163,6 +167,13 @@ def scenario(spark, dbt, tmp_path_factory) -> Scenario:
     wh.dbt_run("--full-refresh")
     s.tables_after_full_refresh = {t: wh.table(t) for t in MARTS}
     return s
+
+
+def row_files(wh: Warehouse) -> dict[tuple[int, int], str]:
+    """The data file each live row of the fact is read from (Iceberg's `_file` metadata column):
+    a row the MERGE rewrote, even with the same values, is read from a new file."""
+    return {(r.order_id, r.order_item_id): r._file
+            for r in wh.rows(f"select order_id, order_item_id, _file from {FACT}")}
 
 
 def shared_scope_views(wh: Warehouse) -> list[str]:
@@ -219,7 +230,8 @@ def test_late_product_version_restates_the_cost_of_the_lines_it_now_covers(scena
 def test_a_late_product_version_reaches_only_the_orders_placed_after_it(scenario):
     # 101-106 changed; 107 holds a line of product 2 placed after its new version (2025-01-09);
     # 108 holds one placed before it (2025-01-07) and nothing of it changed: not recomputed
-    assert scenario.scope_orders["fct_order_item"] == scenario.scope_orders["fct_orders"] != []
+    assert scenario.scope_orders["fct_order_item"] == scenario.scope_orders["fct_orders"]
+    assert scenario.scope_orders["fct_order_item"] == [101, 102, 103, 104, 105, 106, 107]  # 108, 109 out
     assert scenario.after[(108, 1)] == scenario.base[(108, 1)]
     assert scenario.after[(108, 1)].product_key == md5_key(2, "2024-12-01 00:00:00")
 
@@ -233,6 +245,13 @@ def test_type2_product_dimension_closes_the_previous_version(scenario):
 
 
 def test_untouched_lines_are_not_rewritten(scenario):
+    # 108 and 109 are out of the run's scope; 101's second line is in it (its order changed) but
+    # unchanged: each is still read from the data file the build wrote it to, with its values
+    rewritten = {key for key in scenario.row_files_after
+                 if scenario.row_files_after[key] != scenario.row_files_before.get(key)}
+    assert {(108, 1), (109, 1), (101, 2)}.isdisjoint(rewritten)
+    # the changed lines are the ones read from new files (inserted or updated by the MERGE)
+    assert rewritten == {(101, 1), (102, 1), (103, 1), (105, 1), (106, 1), (107, 1)}
     for key in [(108, 1), (109, 1), (101, 2)]:
         assert scenario.after[key] == scenario.base[key]
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from pipeline.paths import PROJECT_DIR
+
+pytestmark = pytest.mark.fast
 
 
 def _yml(path: str) -> dict:
@@ -53,3 +56,15 @@ def test_profile_credentials_come_only_from_environment_variables():
                 continue  # the session method's placeholder host (NA)
             value = str(output[field])
             assert value.startswith("{{") and "env_var(" in value, f"profiles.yml target {name}: {field} = {value!r}"
+
+
+def test_the_project_parses_and_its_landing_contract_holds():
+    """`dbt parse` of the project as it is now (no Spark), and the contract its sources declare."""
+    import json
+
+    from pipeline import contract, paths
+    from pipeline.dbt import parse_project
+
+    parse_project()
+    manifest = json.loads((paths.target_dir() / "manifest.json").read_text())
+    assert contract.Contract.from_manifest(manifest).tables
