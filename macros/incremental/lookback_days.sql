@@ -3,6 +3,10 @@
     names the model and the domains it does name (a typo must not silently get a default
     window); so is a value that is not a whole number of days >= 0. -#}
 {% macro lookback_days(domain) %}
+    {#- while dbt parses, a declared model's domain may not be known yet: checked when it runs -#}
+    {% if not execute %}
+        {{ return(0) }}
+    {% endif %}
     {% set configured = var('lookback_days', {}) %}
     {% set where = "model " ~ (this if this is defined and this else model.unique_id) %}
     {% if configured is not mapping %}

@@ -1,11 +1,27 @@
-{#- The silent miss: keys whose current state (`expected_model`) is not the row the model holds
-    and that the next incremental run will not pick up, because the change is late beyond the
-    window (stored watermark minus the domain's lookback). They need a restatement
-    (`pipeline restate`, which reads the same rows from audit_unreflected_changes). A key is
-    missed when it is live in `expected_model` but absent from the model, deleted there but
-    present in the model, or present with any column that differs (macro unreflected_changes).
-    `date_column` is the model's event date (its partition column): the date to restate.
-    Fails with their count. -#}
-{% test no_unloaded_changes(model, expected_model, unique_key, domain, date_column) %}
-{{ unreflected_changes(model, expected_model, unique_key, domain, model.identifier, date_column) }}
+{#- The silent miss: keys whose current state is not the row the model holds and that the next
+    incremental run will not pick up, because the change is late beyond the window (stored
+    watermark minus the lookback). They need a restatement (`pipeline restate`, which reads the
+    same rows from audit_unreflected_changes). A key is missed when it is live in the current
+    state but absent from the model, deleted there but present in the model, or present with
+    any column that differs (macro unreflected_changes). The arguments default to the model's
+    declaration (config.meta.backfill_safe: current_state, lookback, event_date; its
+    unique_key), so a declared model needs none. Fails with their count. -#}
+{% test no_unloaded_changes(model, expected_model=none, unique_key=none, domain=none,
+                            date_column=none) %}
+{%- set declared = declared_model_of(model) if execute else none %}
+{%- if execute and declared is none
+    and (expected_model is none or unique_key is none or domain is none or date_column is none) %}
+    {{ exceptions.raise_compiler_error(
+        "no_unloaded_changes on " ~ model ~ ": the model declares no config.meta.backfill_safe, "
+        ~ "so expected_model, unique_key, domain and date_column are all needed") }}
+{%- endif %}
+{%- set declared = declared or {} %}
+{{ unreflected_changes(
+    model,
+    expected_model or declared.get('current_state_relation'),
+    unique_key or declared.get('unique_key', 'placeholder_key'),
+    domain or declared.get('lookback'),
+    model.identifier,
+    date_column or declared.get('event_date', 'placeholder_date'),
+) }}
 {% endtest %}

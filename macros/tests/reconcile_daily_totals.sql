@@ -1,16 +1,29 @@
-{#- Reconciliation per date (exact): row count and sum of `amount_column` in the model against
-    the live rows (`not is_deleted`) of `expected_model`, the current state computed from staging
-    with no incremental logic. Returns one row per date that differs, with both sides; rows
-    without a date are one more group, compared like the others. -#}
-{% test reconcile_daily_totals(model, expected_model, date_column, amount_column) %}
+{#- Reconciliation per date (exact): row count and the sum of each measure in the model
+    against the live rows (`not is_deleted`) of its current state, computed with no incremental
+    logic. Returns one row per date that differs, with both sides; rows without a date are one
+    more group, compared like the others. The arguments default to the model's declaration
+    (config.meta.backfill_safe: current_state, event_date, measures); `amount_column` names one
+    measure instead. -#}
+{% test reconcile_daily_totals(model, expected_model=none, date_column=none, amount_column=none) %}
+{%- set declared = (declared_model_of(model) if execute else none) or {} %}
+{%- set expected_model = expected_model or declared.get('current_state_relation') %}
+{%- set date_column = date_column or declared.get('event_date') %}
+{%- set measures = [amount_column] if amount_column else declared.get('measures', []) %}
+{%- if execute and (expected_model is none or date_column is none) %}
+    {{ exceptions.raise_compiler_error(
+        "reconcile_daily_totals on " ~ model ~ ": the model declares no config.meta.backfill_safe, "
+        ~ "so expected_model and date_column are needed") }}
+{%- endif %}
 
 with
 
 actual as (
     select
         {{ date_column }} as reconciled_date,
-        count(*) as row_count,
-        sum({{ amount_column }}) as amount
+        {%- for measure in measures %}
+        sum({{ measure }}) as {{ measure }},
+        {%- endfor %}
+        count(*) as row_count
     from {{ model }}
     group by {{ date_column }}
 ),
@@ -18,8 +31,10 @@ actual as (
 expected as (
     select
         {{ date_column }} as reconciled_date,
-        count(*) as row_count,
-        sum({{ amount_column }}) as amount
+        {%- for measure in measures %}
+        sum({{ measure }}) as {{ measure }},
+        {%- endfor %}
+        count(*) as row_count
     from {{ expected_model }}
     where not is_deleted
     group by {{ date_column }}
@@ -27,17 +42,21 @@ expected as (
 
 select
     coalesce(expected.reconciled_date, actual.reconciled_date) as reconciled_date,
+    {%- for measure in measures %}
+    expected.{{ measure }} as expected_{{ measure }},
+    actual.{{ measure }} as actual_{{ measure }},
+    {%- endfor %}
     expected.row_count as expected_rows,
-    actual.row_count as actual_rows,
-    expected.amount as expected_amount,
-    actual.amount as actual_amount
+    actual.row_count as actual_rows
 from expected
 full outer join actual
     -- null-safe: rows without a date on both sides agree, as any other date
     on expected.reconciled_date <=> actual.reconciled_date
 where not (
     coalesce(expected.row_count, 0) = coalesce(actual.row_count, 0)
-    and coalesce(expected.amount, 0) = coalesce(actual.amount, 0)
+    {%- for measure in measures %}
+    and coalesce(expected.{{ measure }}, 0) = coalesce(actual.{{ measure }}, 0)
+    {%- endfor %}
 )
 
 {% endtest %}

@@ -5,6 +5,12 @@
         unique_key='order_item_sk',
         partition_by=['order_date'],
         meta={
+            'backfill_safe': {
+                'event_date': 'order_date',
+                'lookback': 'sales',
+                'current_state': 'int_order_items__current_state',
+                'measures': ['quantity', 'net_amount'],
+            },
             'watermark_exclude': ['shop.customers'],
             'scope_by_orders': {'domain': 'sales', 'awaiting': awaiting},
         },

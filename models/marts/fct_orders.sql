@@ -4,6 +4,12 @@
         unique_key='order_id',
         partition_by=['order_date'],
         meta={
+            'backfill_safe': {
+                'event_date': 'order_date',
+                'lookback': 'sales',
+                'current_state': 'int_orders__current_state',
+                'measures': ['total_quantity', 'net_amount'],
+            },
             'watermark_exclude': ['shop.customers'],
             'scope_by_orders': {'domain': 'sales', 'awaiting': awaiting},
         },

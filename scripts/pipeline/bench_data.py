@@ -134,9 +134,10 @@ _ORDER_COLUMNS = "order_id, customer_id, channel, status, ordered_at, updated_at
 
 def generate_history(spark: SparkSession, s: Scale) -> dict:
     """Append the history to the raw tables (one commit per table); return row counts."""
+    from pipeline import contract
     from pipeline.land import ensure_raw_tables
 
-    ensure_raw_tables(spark)
+    ensure_raw_tables(spark, contract.load())
     day = f"least({HISTORY_DAYS - 1}, cast(floor({HISTORY_DAYS} * pow({_u(s.seed, 'day', 'id')}, 0.75)) as int))"
     spark.sql(_order_versions_sql(_orders_sql(s, 1000, s.orders, day))).createOrReplaceTempView("bench_orders")
     spark.sql(f"insert into raw.orders select {_ORDER_COLUMNS}, {_LANDED}, {_file('orders')} from bench_orders")

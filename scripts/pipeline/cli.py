@@ -298,6 +298,10 @@ def _backfill_command(args: argparse.Namespace) -> int:
         runner = Backfill(Dbt(quiet=True), get_engine(), console)
         if args.command == "restate":
             restatement = runner.restate_plan(args.select, args.batch_days)
+            unaudited = runner.unaudited_models()
+            if unaudited and not args.select:
+                console.print("not audited for late changes (no config.meta.backfill_safe), so not restated: "
+                              + ", ".join(unaudited))
             if restatement is None:
                 console.print("nothing to restate: every change up to the restatement window is in the marts")
                 return 0

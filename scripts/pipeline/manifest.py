@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from pipeline import paths
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -13,22 +16,67 @@ class IncrementalModel:
     name: str
     relation: str  # schema.table
     unique_key: str
+    # its declaration (config.meta.backfill_safe, macro declared_model), when it makes one
+    declared: bool = False
+    event_date: str | None = None  # the declared event date, else the first partition column
+    current_state: str | None = None  # schema.table of the declared current state
+    measures: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()  # schema.table of every source it reads, directly or through models
+
+
+def _manifest() -> dict:
+    return json.loads((paths.target_dir() / "manifest.json").read_text())
+
+
+def _relation(node: dict) -> str:
+    return f"{node['schema']}.{node.get('alias') or node.get('identifier') or node['name']}"
+
+
+def _upstream_sources(manifest: dict, unique_id: str) -> tuple[str, ...]:
+    seen, found, stack = set(), set(), [unique_id]
+    while stack:
+        node_id = stack.pop()
+        if node_id in seen:
+            continue
+        seen.add(node_id)
+        if node_id in manifest["sources"]:
+            found.add(_relation(manifest["sources"][node_id]))
+        elif node_id in manifest["nodes"]:
+            stack.extend(manifest["nodes"][node_id].get("depends_on", {}).get("nodes", []))
+    return tuple(sorted(found))
 
 
 def incremental_models() -> list[IncrementalModel]:
-    manifest = json.loads((paths.target_dir() / "manifest.json").read_text())
+    manifest = _manifest()
+    by_name = {n["name"]: n for n in manifest["nodes"].values() if n["resource_type"] == "model"}
     models = []
-    for node in manifest["nodes"].values():
+    for node in by_name.values():
         config = node.get("config", {})
-        if node["resource_type"] == "model" and config.get("materialized") == "incremental":
-            models.append(IncrementalModel(node["name"], f"{node['schema']}.{node['alias']}", config["unique_key"]))
+        if config.get("materialized") != "incremental":
+            continue
+        block = (config.get("meta") or {}).get("backfill_safe")
+        partition_by = config.get("partition_by") or []
+        partition_by = [partition_by] if isinstance(partition_by, str) else partition_by
+        state = by_name.get(block.get("current_state")) if block else None
+        declared_columns = {"event_date": (block or {}).get("event_date"),
+                            **{f"measures[{i}]": m for i, m in enumerate((block or {}).get("measures") or [])}}
+        for key, value in declared_columns.items():
+            if value is not None and not _IDENTIFIER.fullmatch(str(value)):
+                raise ValueError(f"model {node['name']}: config.meta.backfill_safe.{key} = {value!r} is not a column name")
+        models.append(IncrementalModel(
+            node["name"], _relation(node), config["unique_key"],
+            declared=block is not None,
+            event_date=(block or {}).get("event_date") or (partition_by[0] if partition_by else None),
+            current_state=_relation(state) if state else None,
+            measures=tuple((block or {}).get("measures") or ()),
+            sources=_upstream_sources(manifest, node["unique_id"]),
+        ))
     return sorted(models, key=lambda m: (not m.name.startswith("dim_"), m.name))
 
 
 def relation_of(model_name: str) -> str:
     """schema.table of any model of the project."""
-    manifest = json.loads((paths.target_dir() / "manifest.json").read_text())
-    for node in manifest["nodes"].values():
+    for node in _manifest()["nodes"].values():
         if node["resource_type"] == "model" and node["name"] == model_name:
-            return f"{node['schema']}.{node['alias']}"
+            return _relation(node)
     raise KeyError(f"no model {model_name} in {paths.target_dir() / 'manifest.json'}")

@@ -10,7 +10,9 @@ of one input leaves the row's updated_at where it was: only the row's content sh
 from __future__ import annotations
 
 import io
+import os
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -168,3 +170,37 @@ def test_a_lookback_domain_the_var_does_not_name_is_an_error_not_a_default(base:
     message = str(raised.value)
     assert "lookback domain 'sales' is not in var 'lookback_days' (domains: customers, products, sale)" in message
     assert "audit_unreflected_changes" in message
+
+
+DECLARATION = {"event_date": "order_date", "lookback": "sales", "current_state": "int_orders__current_state"}
+BROKEN_DECLARATIONS = {
+    "no lookback": ({k: v for k, v in DECLARATION.items() if k != "lookback"}, "'lookback' is missing"),
+    "unknown key": ({**DECLARATION, "lookback_days": 3}, "unknown key 'lookback_days'"),
+    "no such current state": ({**DECLARATION, "current_state": "int_order__current_state"},
+                              "current_state 'int_order__current_state' is no model of the project"),
+    "undocumented event date": ({**DECLARATION, "event_date": "ordered_date"},
+                                "column 'ordered_date' is not among the model's documented columns"),
+}
+
+
+@pytest.mark.parametrize("case", BROKEN_DECLARATIONS)
+def test_an_inconsistent_declaration_is_a_compile_error_naming_the_model_and_the_key(base: Warehouse, case: str):
+    import json
+
+    from pipeline.dbt import DbtError
+
+    block, message = BROKEN_DECLARATIONS[case]
+    node = {"name": "fct_example", "unique_id": "model.backfill_safe.fct_example", "original_file_path": "models/x.sql",
+            "database": None, "schema": "marts", "alias": "fct_example",
+            "config": {"unique_key": "order_id", "meta": {"backfill_safe": block}},
+            "columns": {"order_id": {}, "order_date": {}}}
+    # the invocation fails; run-operation writes the macro's compile error to dbt's log only
+    log = Path(os.environ["PIPELINE_STATE_DIR"]) / "logs" / "dbt.log"
+    start = log.stat().st_size if log.exists() else 0
+    with pytest.raises(DbtError):
+        base.dbt.invoke("run-operation", "declared_model", "--args", json.dumps({"node": node}))
+    with log.open() as handle:
+        handle.seek(start if log.stat().st_size >= start else 0)  # dbt rotates its log at 10 MB
+        error = handle.read()
+    assert "model fct_example (models/x.sql), config.meta.backfill_safe" in error
+    assert message in error

@@ -139,8 +139,14 @@ class Backfill:
         audit = relation_of("audit_unreflected_changes")
         if not iceberg.table_exists(self.spark, audit):
             raise BackfillRefused(f"{audit} does not exist yet: build the project first (dbt build)")
-        rows = self.spark.sql(f"select distinct model_name, restate_date, loaded_event_date from {audit}").collect()
         wanted = {s.strip("+") for s in selectors}
+        undeclared = sorted(m.name for m in incremental_models() if not m.declared and m.name in wanted)
+        if undeclared:
+            raise planning.PlanError(
+                f"--select {undeclared[0]!r} declares no config.meta.backfill_safe (event_date, lookback, "
+                "current_state): the audit cannot see its late changes, so restate cannot handle it; backfill it "
+                "by dates (pipeline backfill --start --end --select) or declare it")
+        rows = self.spark.sql(f"select distinct model_name, restate_date, loaded_event_date from {audit}").collect()
         rows = [r for r in rows if not wanted or r.model_name in wanted]
         if not rows:
             return None
@@ -149,6 +155,12 @@ class Backfill:
         models = self._models_in_scope(sorted({r.model_name for r in rows}))
         return Plan(windows[0].start, windows[-1].end, batch_days,
                     "restate " + " ".join(sorted({r.model_name for r in rows})), models, windows)
+
+    @staticmethod
+    def unaudited_models() -> list[str]:
+        """The incremental models that declare no config.meta.backfill_safe: the audit of late
+        changes (and so restate) does not cover them."""
+        return sorted(m.name for m in incremental_models() if not m.declared)
 
     def restate_keys(self, select: str | None, sample: int = 5) -> Table:
         """Per model, the keys a restatement will rewrite and why, from audit_unreflected_changes:
@@ -204,25 +216,30 @@ class Backfill:
             table.add_column(column, justify="left" if column in ("window", "model") else "right")
         for window in plan.windows:
             for model in plan.models:
-                partitions, rows, files, size = self._in_window(model.relation, window)
+                partitions, rows, files, size = self._in_window(model, window)
                 table.add_row(f"{window.index}: {window.start} .. {window.end}", model.name,
                               str(partitions), str(rows), str(files), f"{size / 1e6:.1f}")
-        raw_rows = sum(self._metadata_totals(f"raw.{name}")[1] for name in ("orders", "order_items", "customers", "products"))
+        sources = sorted({relation for model in plan.models for relation in model.sources})
+        raw_rows = sum(self._metadata_totals(relation)[1] for relation in sources)
         table.caption = (f"each window is one `dbt run` of {len(plan.models)} models; the staging views read all "
-                         f"{raw_rows} raw versions per window to pick current versions; rows/partitions above "
-                         "are what the MERGEs may rewrite")
+                         f"{raw_rows} versions of their sources ({', '.join(sources) or 'none'}) per window to pick "
+                         "current versions; rows/partitions above are what the MERGEs may rewrite (the whole table "
+                         "for a model without an event date partition)")
         return table
 
-    def _in_window(self, relation: str, window: planning.Window) -> tuple[int, int, int, int]:
-        """Partitions, rows, files and bytes of a table in a window (the whole table if it has no order_date)."""
-        if "order_date" in iceberg.partition_fields(self.spark, relation):
-            return self._metadata_totals(relation, window)
-        return self._metadata_totals(relation)
+    def _in_window(self, model: IncrementalModel, window: planning.Window) -> tuple[int, int, int, int]:
+        """Partitions, rows, files and bytes of a model's table in a window, by its event date
+        (declared, else its first partition column); the whole table when it is not
+        partitioned by it."""
+        if model.event_date and model.event_date in iceberg.partition_fields(self.spark, model.relation):
+            return self._metadata_totals(model.relation, window, model.event_date)
+        return self._metadata_totals(model.relation)
 
-    def _metadata_totals(self, relation: str, window: planning.Window | None = None) -> tuple[int, int, int, int]:
+    def _metadata_totals(self, relation: str, window: planning.Window | None = None,
+                         column: str | None = None) -> tuple[int, int, int, int]:
         if not iceberg.table_exists(self.spark, relation):
             return (0, 0, 0, 0)
-        where = "where partition.order_date >= :s and partition.order_date < :e" if window else ""
+        where = f"where partition.`{column}` >= :s and partition.`{column}` < :e" if window and column else ""
         args = {"s": window.start, "e": window.end} if window else {}
         row = self.spark.sql(
             "select count(*), coalesce(sum(record_count), 0), coalesce(sum(file_count), 0),"
