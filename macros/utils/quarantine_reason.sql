@@ -17,20 +17,19 @@
 {% macro quarantine_reason(source_name, table) %}
     {%- set contract = landing_contract(source_name, table) -%}
     {%- set where = "source " ~ source_name ~ "." ~ table ~ " (backfill_safe.quarantine)" -%}
-    {%- set p = '' -%}
-    {%- set live = "not coalesce(" ~ p ~ "is_deleted, false) and " -%}
+    {%- set live = "not coalesce(is_deleted, false) and " -%}
     {%- set numeric = ('bigint', 'int', 'integer', 'smallint', 'tinyint', 'long', 'short') -%}
     {%- set rules = [] -%}
     {%- for key in contract.unique_key -%}
-        {%- do rules.append((p ~ key ~ " is null", "null key " ~ key)) -%}
+        {%- do rules.append((key ~ " is null", "null key " ~ key)) -%}
         {%- set data_type = (contract_column_type(source_name, table, key) or '') | lower -%}
         {%- if data_type in numeric -%}
-            {%- do rules.append((p ~ key ~ " <= 0", "malformed key " ~ key ~ " (not positive)")) -%}
+            {%- do rules.append((key ~ " <= 0", "malformed key " ~ key ~ " (not positive)")) -%}
         {%- endif -%}
     {%- endfor -%}
-    {%- set updated = p ~ contract.update_column -%}
+    {%- set updated = contract.update_column -%}
     {%- do rules.append((updated ~ " is null", "null " ~ contract.update_column)) -%}
-    {%- do rules.append((updated ~ " > " ~ p ~ "_loaded_at + make_dt_interval(0, 0, "
+    {%- do rules.append((updated ~ " > _loaded_at + make_dt_interval(0, 0, "
         ~ (var('clock_skew_tolerance_minutes') | int) ~ ", 0)",
         contract.update_column ~ " later than its landing (source clock ahead)")) -%}
     {%- for rule in contract.quarantine -%}
@@ -57,9 +56,9 @@
                     ~ column ~ "', which the table does not declare " ~ contract.columns) }}
             {%- endif -%}
             {%- if kind == 'not_null' -%}
-                {%- do rules.append((live ~ p ~ column ~ " is null", "null " ~ column)) -%}
+                {%- do rules.append((live ~ column ~ " is null", "null " ~ column)) -%}
             {%- else -%}
-                {%- do rules.append((live ~ p ~ column ~ " < 0", "negative " ~ column)) -%}
+                {%- do rules.append((live ~ column ~ " < 0", "negative " ~ column)) -%}
             {%- endif -%}
         {%- endif -%}
     {%- endfor -%}
