@@ -1,4 +1,5 @@
-{#- Rule 1, as a predicate on a raw table of `domain` (its own `updated_at` and `_loaded_at`):
+{#- Rule 1, as a predicate on a raw table of `domain` (its own update time, column
+    `update_column`, and `_loaded_at`):
     the versions a daily run reads as its changes, or none when every row is in scope (a full
     build or full refresh, a backfill, no watermark yet).
     - `updated_at > <watermark - lookback>` (incremental_lower_bound): the trailing reprocess
@@ -10,7 +11,7 @@
       run recomputed everything updated in the lookback, the previous days' changes already
       loaded (at 5M lines, 25,785 of the 31,719 orders of a daily run), a share that grows
       with the table. Left out while the pipeline has no recorded start. -#}
-{% macro changed_versions_predicate(domain) %}
+{% macro changed_versions_predicate(domain, update_column='updated_at') %}
     {% if backfill_window() is not none %}
         {{ return(none) }}
     {% endif %}
@@ -20,7 +21,7 @@
     {% endif %}
     {% set landed_bound = incremental_landed_bound() %}
     {% if landed_bound is none %}
-        {{ return("updated_at > " ~ lower_bound) }}
+        {{ return(update_column ~ " > " ~ lower_bound) }}
     {% endif %}
-    {{ return("updated_at > " ~ lower_bound ~ " and _loaded_at > " ~ landed_bound) }}
+    {{ return(update_column ~ " > " ~ lower_bound ~ " and _loaded_at > " ~ landed_bound) }}
 {% endmacro %}

@@ -7,13 +7,15 @@
     - explicit column lists taken from the table, and a clear error when the model's columns
       no longer match the table's (schema change: run with --full-refresh);
     - `incremental_predicates` are added to the ON clause to prune the target scan (rule 7),
-      and for a model scoped by orders the order dates of its run (scope_order_dates);
-    - for a model scoped by orders, the orders of its staged source as literals (up to var
-      merge_order_literals_max, 20000): the MERGE of a merge-on-read table joins the target to the
-      source by a shuffle (a right outer join: the target side cannot be broadcast), and the
-      literals filter the target's rows before it, where the order dates only prune files
-      (measured at 5M lines, same warehouse, two runs each: fct_order_item's MERGE 12.0 and
-      12.7 s -> 9.4 and 9.5 s; fct_orders', keyed by order_id, unchanged at about 7 s);
+      and for a model with a declared scope (declared_scope) the event dates of its run
+      (scope_event_dates, on its declared event_date);
+    - for a model with a declared scope, the scope keys of its staged source as literals (up
+      to var merge_scope_literals_max, 20000): the MERGE of a merge-on-read table joins the
+      target to the source by a shuffle (a right outer join: the target side cannot be
+      broadcast), and the literals filter the target's rows before it, where the event dates
+      only prune files (measured at 5M shop lines, same warehouse, two runs each:
+      fct_order_item's MERGE 12.0 and 12.7 s -> 9.4 and 9.5 s; fct_orders', keyed by its scope
+      key, unchanged at about 7 s);
     - with meta `stage_merge_source` (every mart), the source is written once to a scratch
       table before the MERGE (stage_merge_source) instead of being evaluated by each of its
       passes; when it holds no row (no row of the table changes: a dimension on most days, any
@@ -53,28 +55,31 @@
         {{ return("select 'nothing to merge' as merge_skipped") }}
     {% endif %}
     {% set merge_from = stage_merge_source(source) %}
-    {% set staged_orders = none %}
+    {% set scope = declared_scope() %}
+    {% set staged_keys = none %}
     {% if merge_from != source %}
-        {#- a model scoped by orders: the staged source's orders, which name every target row the
-            MERGE can match (a row's unique key determines its order), as literals below -#}
-        {% set by_orders = model_meta('scope_by_orders') and 'order_id' in target_columns %}
-        {% set literals_max = var('merge_order_literals_max', 20000) %}
+        {#- a model with a declared scope: the staged source's scope keys, which name every
+            target row the MERGE can match (a row's unique key determines its scope key), as
+            literals below -#}
+        {% set by_keys = scope is not none and scope.key in target_columns %}
+        {% set literals_max = var('merge_scope_literals_max', 20000) %}
         {% if literals_max is not number or literals_max < 0 %}
             {{ exceptions.raise_compiler_error(
-                "var merge_order_literals_max: a count of orders, not '" ~ literals_max ~ "'") }}
+                "var merge_scope_literals_max: a count of keys, not '" ~ literals_max ~ "'") }}
         {% endif %}
-        {% set probe = ("select distinct order_id from " ~ merge_from ~ " limit "
-            ~ (literals_max + 1)) if by_orders
+        {% set probe = ("select distinct " ~ scope.key ~ " from " ~ merge_from ~ " limit "
+            ~ (literals_max + 1)) if by_keys
             else "select 1 from " ~ merge_from ~ " limit 1" %}
         {% set probed = run_query(probe).rows %}
         {% if probed | length == 0 %}
             {#- the main statement must be one: a select that reads and writes nothing -#}
             {{ return("select 'nothing to merge' as merge_skipped") }}
         {% endif %}
-        {% if by_orders and probed | length <= literals_max %}
-            {% set staged_orders = [] %}
-            {% for row in probed %}
-                {% do staged_orders.append(row[0] | int) %}
+        {% if by_keys and probed | length <= literals_max %}
+            {#- sorted as values, then written as literals; a null key matches no row -#}
+            {% set staged_keys = [] %}
+            {% for value in probed | map(attribute=0) | reject('none') | sort %}
+                {% do staged_keys.append(sql_literal(value)) %}
             {% endfor %}
         {% endif %}
     {% endif %}
@@ -86,13 +91,15 @@
     {%- for predicate in incremental_predicates or [] %}
         and ({{ predicate }})
     {%- endfor %}
-    {%- set partition_column = (config.get('partition_by') or ['order_date'])[0] %}
-    {%- set partitions = scope_order_dates('DBT_INTERNAL_DEST.' ~ partition_column) %}
-    {%- if partitions %}
+    {%- if scope is not none %}
+        {%- set partitions = scope_event_dates(
+            'DBT_INTERNAL_DEST.' ~ config.get('meta').backfill_safe.event_date) %}
+        {%- if partitions %}
         and ({{ partitions }})
+        {%- endif %}
     {%- endif %}
-    {%- if staged_orders %}
-        and DBT_INTERNAL_DEST.order_id in ({{ staged_orders | sort | join(', ') }})
+    {%- if staged_keys %}
+        and DBT_INTERNAL_DEST.{{ scope.key }} in ({{ staged_keys | join(', ') }})
     {%- endif %}
     when matched and DBT_INTERNAL_SOURCE._is_deleted{{ guard }} then delete
     when matched and not DBT_INTERNAL_SOURCE._is_deleted{{ guard }} then update set

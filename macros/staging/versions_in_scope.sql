@@ -1,21 +1,33 @@
-{#- The versions of raw table `table` a staging reads, as a relation: every version (keys_in
-    none); the run's cached versions of its orders when keys_in is the run's cached scope
-    (cached_scope_orders_subquery: cache_scope_orders made them as the select began to compile),
-    and of the customers those versions name (keys_in their customer_id), so the select's
-    references to them read memory, not the raw table again; else the versions whose
+{#- The versions of landed table `source_name`.`table` a staging reads, as a relation: every
+    version (keys_in none); the run's cached versions (cache_scope_keys made them as the select
+    began to compile) when the table is a direct source of the model's declared scope and
+    keys_in is the run's cached scope (cached_scope_keys_subquery), or a lookup and keys_in
+    selects its column from the cached versions of the source that names it, so the select's
+    references to them read memory, not the landed table again; else the versions whose
     `key_column` is in keys_in. -#}
-{% macro versions_in_scope(source_name, table, keys_in=none, key_column='order_id') %}
+{% macro versions_in_scope(source_name, table, keys_in=none, key_column=none) %}
     {% if not keys_in %}
         {{ return(source(source_name, table)) }}
     {% endif %}
-    {% if table in ('orders', 'order_items') and key_column == 'order_id'
-        and keys_in == cached_scope_orders_subquery() %}
-        {{ return(scope_versions_relation(table)) }}
+    {% set scope = declared_scope() if execute else none %}
+    {% set name = source_name ~ '.' ~ table %}
+    {% set column = key_column or (scope.key if scope else none) %}
+    {% if column is none %}
+        {{ exceptions.raise_compiler_error("versions_in_scope(" ~ name ~ "): key_column is "
+            ~ "required for a model that declares no scope") }}
     {% endif %}
-    {% if table == 'customers' and key_column == 'customer_id'
-        and keys_in == 'select customer_id from ' ~ scope_versions_relation('orders') %}
-        {{ return(scope_versions_relation('customers')) }}
+    {% if scope %}
+        {% if name in scope.direct | map(attribute='name') | list and column == scope.key
+            and keys_in == cached_scope_keys_subquery() %}
+            {{ return(scope_versions_relation(source_name, table)) }}
+        {% endif %}
+        {% for lookup in scope.lookups if lookup.name == name and column == lookup.on %}
+            {% if keys_in == 'select ' ~ lookup.on ~ ' from ' ~ scope_versions_relation(
+                    lookup.named_by.source_name, lookup.named_by.table) %}
+                {{ return(scope_versions_relation(source_name, table)) }}
+            {% endif %}
+        {% endfor %}
     {% endif %}
-    {{ return("(select * from " ~ source(source_name, table) ~ " where " ~ key_column ~ " in ("
+    {{ return("(select * from " ~ source(source_name, table) ~ " where " ~ column ~ " in ("
         ~ keys_in ~ "))") }}
 {% endmacro %}

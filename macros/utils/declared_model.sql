@@ -6,8 +6,10 @@
       current_state: the model that holds every key's row as it should be now, with no
                      incremental logic (every column of this model plus `is_deleted`)
       measures:      (optional) the columns whose daily sums reconcile it, e.g. [net_amount]
+      scope:         (optional) how its rows are tied to its sources' versions, so a daily run
+                     reads only the keys its changes reach (declared_scope)
     Returned as {name, unique_id, relation, unique_key, event_date, lookback, current_state,
-    current_state_relation, measures}. A declaration that is incomplete or names what does not
+    current_state_relation, measures, scope}. A declaration that is incomplete or names what does not
     exist is a compiler error naming the model and the key. `node` is a model node of the graph. -#}
 {% macro declared_model(node) %}
     {% set block = (node.config.meta or {}).get('backfill_safe') %}
@@ -17,7 +19,7 @@
         {{ exceptions.raise_compiler_error(where ~ ": a mapping with event_date, lookback and "
             ~ "current_state is required; got " ~ block) }}
     {% endif %}
-    {% set known = ['event_date', 'lookback', 'current_state', 'measures'] %}
+    {% set known = ['event_date', 'lookback', 'current_state', 'measures', 'scope'] %}
     {% for key in block.keys() if key not in known %}
         {{ exceptions.raise_compiler_error(where ~ ": unknown key '" ~ key ~ "' (keys: "
             ~ known | join(', ') ~ ")") }}
@@ -44,6 +46,11 @@
             ~ "' is no model of the project") }}
     {% endif %}
     {% set state = states[0] %}
+    {% set scope = scope_declaration(where, block) %}
+    {% if scope is not none and documented and scope.key not in documented %}
+        {{ exceptions.raise_compiler_error(where ~ ".scope: key '" ~ scope.key ~ "' is not among "
+            ~ "the model's documented columns " ~ documented) }}
+    {% endif %}
     {{ return({
         'name': node.name,
         'unique_id': node.unique_id,
@@ -56,6 +63,7 @@
         'current_state_relation': api.Relation.create(database=state.database,
             schema=state.schema, identifier=state.alias, type='view'),
         'measures': measures,
+        'scope': scope,
     }) }}
 {% endmacro %}
 

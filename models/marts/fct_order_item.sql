@@ -10,9 +10,22 @@
                 'lookback': 'sales',
                 'current_state': 'int_order_items__current_state',
                 'measures': ['quantity', 'net_amount'],
+                'scope': {
+                    'key': 'order_id',
+                    'event_time': 'shop.orders.ordered_at',
+                    'changes': [
+                        'shop.orders',
+                        'shop.order_items',
+                        {'source': 'shop.products', 'through': 'shop.order_items',
+                         'on': 'product_id', 'effective_dated': true},
+                    ],
+                    'lookups': [
+                        {'source': 'shop.customers', 'on': 'customer_id', 'named_by': 'shop.orders'},
+                    ],
+                    'awaiting': awaiting,
+                },
             },
             'watermark_exclude': ['shop.customers'],
-            'scope_by_orders': {'domain': 'sales', 'awaiting': awaiting},
         },
     )
 }}
@@ -26,12 +39,12 @@
 -- its lines), or a new product version now in effect (restates their cost); and every line
 -- still pointing to an unknown customer or product, until it arrives (re-keyed then).
 {%- set scope = incremental_scope('sales', 'order_date', 'order_item_sk', awaiting=awaiting) %}
--- The current state is computed for the orders the run's changes reach only (scope_order_ids,
--- computed once into a cached view by cache_scope_orders as this select compiles): their
+-- The current state is computed for the orders the run's changes reach only (scope_keys,
+-- computed once into a cached view by cache_scope_keys as this select compiles): their
 -- versions are ranked and joined, not the whole history's, then narrowed to the scope.
 -- depends_on: {{ ref('int_order_items__current_state') }}
 
-{%- set scoped_orders = cache_scope_orders() %}
+{%- set scoped_orders = cache_scope_keys() %}
 
 with
 
@@ -67,5 +80,5 @@ live as (  -- noqa: ST03
 
 {{ merge_source(
     'live', changes='current_state', unique_key='order_item_sk',
-    existing=scope_existing_rows('order_date', scoped_orders)
+    existing=scope_existing_rows(scoped_orders)
 ) }}

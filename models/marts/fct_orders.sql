@@ -9,9 +9,22 @@
                 'lookback': 'sales',
                 'current_state': 'int_orders__current_state',
                 'measures': ['total_quantity', 'net_amount'],
+                'scope': {
+                    'key': 'order_id',
+                    'event_time': 'shop.orders.ordered_at',
+                    'changes': [
+                        'shop.orders',
+                        'shop.order_items',
+                        {'source': 'shop.products', 'through': 'shop.order_items',
+                         'on': 'product_id', 'effective_dated': true},
+                    ],
+                    'lookups': [
+                        {'source': 'shop.customers', 'on': 'customer_id', 'named_by': 'shop.orders'},
+                    ],
+                    'awaiting': awaiting,
+                },
             },
             'watermark_exclude': ['shop.customers'],
-            'scope_by_orders': {'domain': 'sales', 'awaiting': awaiting},
         },
     )
 }}
@@ -24,12 +37,12 @@
 -- order still pointing to an unknown customer or with a line whose product has not arrived
 -- (its cost incomplete), until it arrives.
 {%- set scope = incremental_scope('sales', 'order_date', 'order_id', awaiting=awaiting) %}
--- The current state is computed for the orders the run's changes reach only (scope_order_ids,
--- computed once into a cached view by cache_scope_orders as this select compiles),
+-- The current state is computed for the orders the run's changes reach only (scope_keys,
+-- computed once into a cached view by cache_scope_keys as this select compiles),
 -- then narrowed to the scope.
 -- depends_on: {{ ref('int_orders__current_state') }}
 
-{%- set scoped_orders = cache_scope_orders() %}
+{%- set scoped_orders = cache_scope_keys() %}
 
 with
 
@@ -66,5 +79,5 @@ live as (  -- noqa: ST03
 
 {{ merge_source(
     'live', changes='current_state', unique_key='order_id',
-    existing=scope_existing_rows('order_date', scoped_orders)
+    existing=scope_existing_rows(scoped_orders)
 ) }}

@@ -125,21 +125,21 @@ def scenario(spark, dbt, tmp_path_factory) -> Scenario:
     s.merge_sql = {fact: (run_folder / f"{fact}.sql").read_text() for fact in ("fct_order_item", "fct_orders")}
     compiled_folder = Path(os.environ["DBT_TARGET_PATH"]) / "compiled" / "backfill_safe" / "models" / "marts"
     s.compiled_sql = {fact: (compiled_folder / f"{fact}.sql").read_text() for fact in ("fct_order_item", "fct_orders")}
-    # the run's scope, as cache_scope_orders cached it in this (the embedded engine's) session
-    s.scope_orders = {fact: sorted(r.order_id for r in wh.rows(f"select order_id from scope_orders__{fact}"))
+    # the run's scope, as cache_scope_keys cached it in this (the embedded engine's) session
+    s.scope_orders = {fact: sorted(r.order_id for r in wh.rows(f"select order_id from scope_keys__{fact}"))
                       for fact in ("fct_order_item", "fct_orders")}
-    # the raw versions of those orders, as cache_scope_orders cached them, against raw itself
+    # the raw versions of those orders, as cache_scope_keys cached them, against raw itself
     s.scope_versions = {
         (fact, table): tuple(sorted(map(repr, wh.rows(query))) for query in (
-            f"select * from scope_{table}_versions__{fact}",
-            f"select * from raw.{table} where order_id in (select order_id from scope_orders__{fact})"))
+            f"select * from scope_versions__shop__{table}__{fact}",
+            f"select * from raw.{table} where order_id in (select order_id from scope_keys__{fact})"))
         for fact in ("fct_order_item", "fct_orders") for table in ("orders", "order_items")}
     # the versions of the customers those orders' versions name, cached, against raw
     s.scope_versions.update({
         (fact, "customers"): tuple(sorted(map(repr, wh.rows(query))) for query in (
-            f"select * from scope_customers_versions__{fact}",
+            f"select * from scope_versions__shop__customers__{fact}",
             "select * from raw.customers where customer_id in"
-            f" (select customer_id from raw.orders where order_id in (select order_id from scope_orders__{fact}))"))
+            f" (select customer_id from raw.orders where order_id in (select order_id from scope_keys__{fact}))"))
         for fact in ("fct_order_item", "fct_orders")})
     # the changed orders and their raw versions as the two facts shared them (cache_shared_scope)
     s.shared_views = shared_scope_views(wh)
@@ -294,7 +294,7 @@ def test_facts_compare_with_their_table_only_for_the_orders_in_scope(scenario):
     # not every row of the order dates they touch, before joining them to the current state
     for fact, sql in scenario.compiled_sql.items():
         existing = sql[max(0, sql.index(") as existing") - 400):sql.index(") as existing")]
-        assert f"and order_id in (select order_id from scope_orders__{fact})" in existing, sql
+        assert f"and order_id in (select order_id from scope_keys__{fact})" in existing, sql
 
 
 def test_facts_read_the_raw_versions_of_their_orders_and_customers_once(scenario):
@@ -304,7 +304,7 @@ def test_facts_read_the_raw_versions_of_their_orders_and_customers_once(scenario
     for fact, sql in scenario.compiled_sql.items():
         assert "raw.order_items" not in sql and "raw.orders" not in sql and "raw.customers" not in sql, fact
         for table in ("orders", "order_items", "customers"):
-            assert f"scope_{table}_versions__{fact}" in sql, (fact, table)
+            assert f"scope_versions__shop__{table}__{fact}" in sql, (fact, table)
     for (fact, table), (cached, raw) in scenario.scope_versions.items():
         assert cached == raw and len(cached) > 0, (fact, table)
 
@@ -318,7 +318,7 @@ def test_a_model_asks_each_of_its_control_questions_once_per_run(scenario):
             f"select watermark_ts from control.etl_watermark where pipeline_name = '{fact}'",
             f"select last_run_started_at from control.etl_watermark where pipeline_name = '{fact}'",
             f"select 1 as landed from {landed_table} where _loaded_at >",
-            f"select distinct date_format(ordered_at, 'yyyy-MM-dd') as order_date from scope_orders_versions__{fact}",
+            f"select distinct date_format(ordered_at, 'yyyy-MM-dd') as event_date from scope_versions__shop__orders__{fact}",
             "select date_format(min(updated_at), 'yyyy-MM-dd HH:mm:ss.SSSSSS') from raw.products",
         ):
             assert sum(question in statement for statement in mine) == 1, (fact, question)
@@ -330,7 +330,8 @@ def test_the_facts_of_one_run_share_the_cached_versions_of_their_changed_orders(
     # (the versions each fact read equal raw's: test above)
     views = scenario.shared_views
     assert sorted(name.split("__")[0] for name in views) == [
-        "scope_shared_changed", "scope_shared_customers", "scope_shared_order_items", "scope_shared_orders"], views
+        "scope_shared_changed", "scope_shared_versions_shop_customers", "scope_shared_versions_shop_order_items",
+        "scope_shared_versions_shop_orders"], views
     assert len({name.split("__")[1] for name in views}) == 1, views
     assert scenario.scope_orders["fct_order_item"] == scenario.scope_orders["fct_orders"] != []
     # the next invocation dropped them (and their caches) before caching its own: a long-lived

@@ -68,3 +68,52 @@ def test_the_project_parses_and_its_landing_contract_holds():
     parse_project()
     manifest = json.loads((paths.target_dir() / "manifest.json").read_text())
     assert contract.Contract.from_manifest(manifest).tables
+
+
+# The names every landed table and incremental model shares by the framework's own contract
+# (landing_contract, merge_source, guarded_merge_sql), and the run records' `status`: not an
+# example's.
+FRAMEWORK_NAMES = {"updated_at", "is_deleted", "_loaded_at", "_source_file", "status"}
+
+
+def _example_names() -> dict[str, str]:
+    """Every name an example owns: its sources, raw tables and their columns, its models and
+    their documented columns (name -> where it is declared), less the framework's own names."""
+    names: dict[str, str] = {}
+    for yml in (PROJECT_DIR / "models").rglob("_*.yml"):
+        if yml.parent.name in ("audit", "bench"):
+            continue  # the framework's own views; the benchmark's baselines of the shop
+        doc = yaml.safe_load(yml.read_text()) or {}
+        for src in doc.get("sources") or []:
+            names[src["name"]] = str(yml)
+            for table in src.get("tables") or []:
+                names[table["name"]] = str(yml)
+                names.update({c["name"]: str(yml) for c in table.get("columns") or []})
+        for model in doc.get("models") or []:
+            names[model["name"]] = str(yml)
+            names.update({c["name"]: str(yml) for c in model.get("columns") or []})
+    return {name: where for name, where in names.items() if name not in FRAMEWORK_NAMES}
+
+
+def _code(sql: str) -> str:
+    """A macro file's code: Jinja and SQL comments left out (they may cite an example's
+    measurements; the code may not name its tables or columns)."""
+    import re
+
+    without_jinja = re.sub(r"\{#.*?#\}", " ", sql, flags=re.S)
+    return re.sub(r"--[^\n]*", " ", without_jinja)
+
+
+def test_the_framework_macros_name_no_example_table_or_column():
+    import re
+
+    names = _example_names()
+    assert {"shop", "orders", "order_id", "fct_order_item", "ordered_at"} <= set(names), names
+    found = []
+    for sql in sorted((PROJECT_DIR / "macros").rglob("*.sql")):
+        if "examples" in sql.relative_to(PROJECT_DIR / "macros").parts:
+            continue
+        code = _code(sql.read_text())
+        for word in sorted(set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", code)) & set(names)):
+            found.append(f"{sql.relative_to(PROJECT_DIR)} names {word!r} (declared in {names[word]})")
+    assert not found, "\n".join(found)

@@ -173,6 +173,7 @@ def test_a_lookback_domain_the_var_does_not_name_is_an_error_not_a_default(base:
 
 
 DECLARATION = {"event_date": "order_date", "lookback": "sales", "current_state": "int_orders__current_state"}
+SCOPE = {"key": "order_id", "event_time": "shop.orders.ordered_at", "changes": ["shop.orders"]}
 BROKEN_DECLARATIONS = {
     "no lookback": ({k: v for k, v in DECLARATION.items() if k != "lookback"}, "'lookback' is missing"),
     "unknown key": ({**DECLARATION, "lookback_days": 3}, "unknown key 'lookback_days'"),
@@ -180,6 +181,22 @@ BROKEN_DECLARATIONS = {
                               "current_state 'int_order__current_state' is no model of the project"),
     "undocumented event date": ({**DECLARATION, "event_date": "ordered_date"},
                                 "column 'ordered_date' is not among the model's documented columns"),
+    "scope key a source lacks": (
+        {**DECLARATION, "scope": {**SCOPE, "changes": ["shop.orders", "shop.customers"]}},
+        ".scope.changes: source shop.customers has no column 'order_id'"),
+    "scope source not landed": (
+        {**DECLARATION, "scope": {**SCOPE, "changes": ["shop.orders", "shop.returns"]}},
+        ".scope.changes: 'shop.returns' is no landed source table (landed: shop.customers, shop.order_items"),
+    "event time not a direct change": (
+        {**DECLARATION, "scope": {**SCOPE, "event_time": "shop.order_items.updated_at"}},
+        ".scope.event_time: 'shop.order_items' is not among its direct changes ['shop.orders']"),
+    "change through a column its direct source lacks": (
+        {**DECLARATION, "scope": {**SCOPE, "changes": [
+            "shop.orders", {"source": "shop.products", "through": "shop.orders", "on": "product_id"}]}},
+        ".scope.changes.through: source shop.orders has no column 'product_id'"),
+    "scope key undocumented": (
+        {**DECLARATION, "scope": {**SCOPE, "key": "customer_id", "changes": ["shop.orders"]}},
+        ".scope: key 'customer_id' is not among the model's documented columns"),
 }
 
 

@@ -71,8 +71,8 @@ def test_late_version_inside_the_lookback_is_picked_up(base: Warehouse):
 
 
 def scope_orders(warehouse: Warehouse, fact: str = "fct_order_item") -> list[int]:
-    """The orders the fact's last incremental run recomputed (cache_scope_orders' view)."""
-    return sorted(r.order_id for r in warehouse.rows(f"select order_id from scope_orders__{fact}"))
+    """The orders the fact's last incremental run recomputed (cache_scope_keys' view)."""
+    return sorted(r.order_id for r in warehouse.rows(f"select order_id from scope_keys__{fact}"))
 
 
 def test_versions_already_loaded_inside_the_lookback_are_not_recomputed(base: Warehouse):

@@ -1,0 +1,155 @@
+{#- The run's keys of a model with a declared scope (declared_scope), computed once: called by
+    the model's select as it compiles, it creates a cached temporary view of this session
+    (scope_keys_relation), and views of the landed versions of those keys in each direct source
+    and of the members they name in each lookup (scope_versions_relation, read by
+    versions_in_scope), and returns the subquery of the keys (cached_scope_keys_subquery),
+    which the model's select, merge_source's read of the table (scope_existing_rows) and the
+    event dates (scope_event_dates) all take.
+    - The changed keys (scope_keys) and their versions are shared by the models of one dbt
+      invocation that compute the same ones (shared_scope_relations: the same domain,
+      watermark, landing bound and declaration, so the same SQL): in the shop, fct_order_item
+      and fct_orders each read every raw file holding a version of one of the orders (the key
+      is not clustered), and the second model now reads the first's cache instead.
+    - A daily run adds the keys of the table's rows for which the scope's `awaiting` is true
+      (pointing to an unknown member) to the model's own scope; the versions of those not
+      among the changed keys are read from the sources and cached with the shared ones (none
+      on most days).
+    Without any cache, each reference to the scope inside the select and each pass of the MERGE
+    evaluated the source scans again (measured at 1M shop lines: 24 scans of raw.order_items in
+    one MERGE). The cached views are hash-partitioned on their key (`REPARTITION(key)`: a
+    shuffle of the few rows found): a cache keeps its plan's partitions, and a scan of raw has
+    one per split (92 at 1M lines, more as raw grows), so every stage reading the cache ran
+    that many tasks of a few rows each; hashed on the key, the select's windows and joins on it
+    also find their input already clustered.
+    Returns none, and creates nothing, when every key is in scope (full build, full refresh, no
+    watermark yet) or while dbt parses. -#}
+{% macro cache_scope_keys() %}
+    {% if not execute or not is_incremental() %}
+        {{ return(none) }}
+    {% endif %}
+    {% set scope = declared_scope() %}
+    {% if scope is none %}
+        {{ exceptions.raise_compiler_error(
+            "model " ~ this ~ ": cache_scope_keys needs config.meta.backfill_safe.scope") }}
+    {% endif %}
+    {% set changed = scope_keys() %}
+    {% if changed is none %}
+        {{ return(none) }}
+    {% endif %}
+    {% set key = scope.key %}
+    {% set shared = cache_shared_scope(scope, changed) %}
+    {% set awaiting = scope.awaiting if backfill_window() is none else none %}
+    {#- Statements, not run_query: DDL returns no rows, which run_query fails on through Thrift.
+        A replaced view's cache is dropped; `cache table ... as select` would refuse a view that
+        already exists. -#}
+    {% set relation = scope_keys_relation() %}
+    {% call statement('create_scope_keys_view', fetch_result=false) %}
+        create or replace temporary view {{ relation }} as
+        select /*+ REPARTITION({{ key }}) */ {{ key }} from (
+            select {{ key }} from {{ shared.changed }}
+            {%- if awaiting %}
+            union
+            select {{ key }} from {{ this }} where {{ awaiting }}
+            {%- endif %}
+        ) as scoped
+    {% endcall %}
+    {% call statement('cache_scope_keys', fetch_result=false) %}
+        cache table {{ relation }}
+    {% endcall %}
+    {% set not_shared %}
+        select scoped.{{ key }} from {{ relation }} as scoped
+        left anti join {{ shared.changed }} as changed on scoped.{{ key }} = changed.{{ key }}
+    {% endset %}
+    {% set extra = awaiting
+        and run_query("select count(*) from (" ~ not_shared ~ ")").rows[0][0] > 0 %}
+    {#- each table's versions: the shared ones, plus, with extra keys, those only they reach
+        (their keys' versions; the members only their versions name). Direct sources first:
+        the lookups' members are read from their views. -#}
+    {% for table in scope.direct + scope.lookups %}
+        {% if table in scope.direct %}
+            {% set column, keys = key, not_shared %}
+        {% else %}
+            {% set column = table.on %}
+            {% set keys = 'select ' ~ column ~ ' from ' ~ scope_versions_relation(
+                table.named_by.source_name, table.named_by.table) ~ ' where ' ~ column
+                ~ ' not in (select ' ~ column ~ ' from ' ~ shared.versions[table.named_by.source_name
+                ~ '.' ~ table.named_by.table] ~ ' where ' ~ column ~ ' is not null)' %}
+        {% endif %}
+        {% call statement('create_scope_versions_view', fetch_result=false) %}
+            create or replace temporary view {{ scope_versions_relation(table.source_name, table.table) }} as
+            select * from {{ shared.versions[table.name] }}
+            {%- if extra %}
+            union all
+            select * from {{ source(table.source_name, table.table) }} where {{ column }} in ({{ keys }})
+            {%- endif %}
+        {% endcall %}
+        {% if extra %}
+            {% call statement('cache_scope_versions', fetch_result=false) %}
+                cache table {{ scope_versions_relation(table.source_name, table.table) }}
+            {% endcall %}
+        {% endif %}
+    {% endfor %}
+    {{ return(cached_scope_keys_subquery()) }}
+{% endmacro %}
+
+{#- The cached temporary views of the keys a run of a declared scope finds changed (the SQL
+    `changed`, from scope_keys), of their versions in each direct source and of the versions of
+    the members those name in each lookup, shared by the models of this dbt invocation that
+    compute the same SQL (shared_scope_relations): made and cached by the first, found by the
+    next (SHOW VIEWS lists this session's temporary views). Views left by an earlier invocation
+    for the same domain are dropped (and so uncached) first, so a long-lived session keeps one
+    invocation's caches, not every run's. Returns the relations, as shared_scope_relations. -#}
+{% macro cache_shared_scope(scope, changed) %}
+    {% set shared = shared_scope_relations(scope, changed) %}
+    {% set found = [] %}
+    {% for row in run_query("show views like 'scope_shared_*'").rows %}
+        {% set name = row[1] | lower %}
+        {% set temporary = (row[2] | string | lower) == 'true' %}
+        {% if temporary and modules.re.fullmatch(shared.of_domain, name) %}
+            {% do found.append(name) %}
+        {% endif %}
+    {% endfor %}
+    {% set wanted = [shared.changed] + shared.versions.values() | list %}
+    {% if wanted | reject('in', found) | list | length == 0 %}
+        {{ return(shared) }}
+    {% endif %}
+    {% for name in found
+        if modules.re.fullmatch(shared.of_domain, name).group(1) != shared.invocation %}
+        {% call statement('drop_stale_shared_scope', fetch_result=false) %}
+            drop view if exists {{ validated_identifier(name) }}
+        {% endcall %}
+    {% endfor %}
+    {% set key = scope.key %}
+    {% call statement('create_shared_scope_view', fetch_result=false) %}
+        create or replace temporary view {{ shared.changed }} as
+        select /*+ REPARTITION({{ key }}) */ {{ key }} from ({{ changed }}) as changed
+    {% endcall %}
+    {% call statement('cache_shared_scope', fetch_result=false) %}
+        cache table {{ shared.changed }}
+    {% endcall %}
+    {#- the versions of those keys, read once: the select refers to the versions of the scope's
+        keys several times (staging, current state, the members they name), and each reference
+        was a scan of the whole landed table (the key is not clustered: nothing to prune); and
+        the versions of every member those versions name: in the shop both facts look up
+        whether each customer arrived (fct_orders twice: for its orders and for its lines), and
+        each lookup was a scan of every customer version. Direct sources first: the members are
+        read from their views. -#}
+    {% for table in scope.direct + scope.lookups %}
+        {% if table in scope.direct %}
+            {% set column, keys = key, 'select ' ~ key ~ ' from ' ~ shared.changed %}
+        {% else %}
+            {% set column = table.on %}
+            {% set keys = 'select ' ~ column ~ ' from '
+                ~ shared.versions[table.named_by.source_name ~ '.' ~ table.named_by.table] %}
+        {% endif %}
+        {% call statement('create_shared_versions_view', fetch_result=false) %}
+            create or replace temporary view {{ shared.versions[table.name] }} as
+            select /*+ REPARTITION({{ column }}) */ * from {{ source(table.source_name, table.table) }}
+            where {{ column }} in ({{ keys }})
+        {% endcall %}
+        {% call statement('cache_shared_versions', fetch_result=false) %}
+            cache table {{ shared.versions[table.name] }}
+        {% endcall %}
+    {% endfor %}
+    {{ return(shared) }}
+{% endmacro %}

@@ -1,0 +1,165 @@
+{#- How a model's rows are tied to the versions of its landed sources, as it declares it under
+    config.meta.backfill_safe.scope, checked and normalised. The declaration:
+      key:        the column, of the model's rows and of its direct sources, that names one unit
+                  of recomputation (a run recomputes every row of each key its changes reach,
+                  from all the key's versions), e.g. an order id for a fact of order lines
+      event_time: '<source>.<table>.<column>': the event time of a key (the date of its rows'
+                  event_date is the date of this column on its current version); a direct source
+      changes:    the landed sources whose new versions put keys in scope, each either
+                  '<source>.<table>' (a direct source: it holds the key column), or
+                  {source, through, on[, effective_dated]}: a source reached through a direct
+                  source's column `on` (both tables hold it), e.g. a header or a dimension;
+                  `effective_dated: true` when a version is in effect from its update time on
+                  (type 2): it then reaches only the keys whose event time is at or after it,
+                  or every key of `on` when it is the earliest version
+      lookups:    (optional) landed sources read for whether a member arrived, whose changes put
+                  no key in scope (list them in watermark_exclude too): each
+                  {source, on, named_by}: the versions of the members whose `on` a direct
+                  source's versions in scope name are read once and cached with the scope
+      awaiting:   (optional) a predicate on the table's columns: its rows for which it is true
+                  (pointing to an unknown member) are in every daily run's scope until it arrives
+    Returned as {key, domain, event: {source_name, table, column}, direct: [{source_name, table,
+    update_column}], through: [{source_name, table, update_column, via: {source_name, table},
+    on, effective_dated}], lookups: [{source_name, table, on, named_by: {source_name, table}}],
+    awaiting}, or none when `block` (the backfill_safe block) declares no scope. A declaration
+    that names what its sources lack is a compiler error naming the model (`where_declared`:
+    "model <name> (<file>), config.meta.backfill_safe") and the key; the sources are checked
+    only once dbt executes (while it parses there is no graph). -#}
+{% macro scope_declaration(where_declared, block) %}
+    {% set scope = (block or {}).get('scope') if block is mapping else none %}
+    {% if scope is none %}
+        {{ return(none) }}
+    {% endif %}
+    {% set where = where_declared ~ ".scope" %}
+    {% if scope is not mapping %}
+        {{ exceptions.raise_compiler_error(where ~ ": a mapping with key, event_time and changes "
+            ~ "is required; got " ~ scope) }}
+    {% endif %}
+    {% set known = ['key', 'event_time', 'changes', 'lookups', 'awaiting'] %}
+    {% for name in scope.keys() if name not in known %}
+        {{ exceptions.raise_compiler_error(where ~ ": unknown key '" ~ name ~ "' (keys: "
+            ~ known | join(', ') ~ ")") }}
+    {% endfor %}
+    {% for name in ['key', 'event_time', 'changes'] if not scope.get(name) %}
+        {{ exceptions.raise_compiler_error(where ~ ": '" ~ name ~ "' is missing") }}
+    {% endfor %}
+    {% set key = scope.key %}
+    {% set event_parts = (scope.event_time | string).split('.') %}
+    {% if event_parts | length != 3 %}
+        {{ exceptions.raise_compiler_error(where ~ ": event_time must read "
+            ~ "'<source>.<table>.<column>'; got '" ~ scope.event_time ~ "'") }}
+    {% endif %}
+    {% set declared = {'direct': [], 'through': [], 'lookups': []} %}
+    {% set changes = scope.changes if scope.changes is sequence and scope.changes is not string
+        else [scope.changes] %}
+    {% for change in changes %}
+        {% if change is string %}
+            {% set table = scope_source_table(where ~ ".changes", change) %}
+            {% do declared.direct.append(scope_contract_of(where ~ ".changes", table, [key])) %}
+        {% elif change is mapping %}
+            {% for name in change.keys()
+                if name not in ['source', 'through', 'on', 'effective_dated'] %}
+                {{ exceptions.raise_compiler_error(where ~ ".changes: unknown key '" ~ name
+                    ~ "' (keys: source, through, on, effective_dated)") }}
+            {% endfor %}
+            {% for name in ['source', 'through', 'on'] if not change.get(name) %}
+                {{ exceptions.raise_compiler_error(where ~ ".changes: '" ~ name ~ "' is missing in "
+                    ~ change) }}
+            {% endfor %}
+            {% set entry = scope_contract_of(where ~ ".changes",
+                scope_source_table(where ~ ".changes", change.source), [change.on]) %}
+            {% do entry.update({
+                'via': scope_source_table(where ~ ".changes.through", change.through),
+                'on': change.on,
+                'effective_dated': change.get('effective_dated', false) is sameas true,
+            }) %}
+            {% do declared.through.append(entry) %}
+        {% else %}
+            {{ exceptions.raise_compiler_error(where ~ ".changes: '<source>.<table>' or "
+                ~ "{source, through, on}; got " ~ change) }}
+        {% endif %}
+    {% endfor %}
+    {% for lookup in scope.get('lookups') or [] %}
+        {% if lookup is not mapping or not lookup.get('source') or not lookup.get('on')
+            or not lookup.get('named_by') %}
+            {{ exceptions.raise_compiler_error(where ~ ".lookups: each is {source, on, named_by};"
+                ~ " got " ~ lookup) }}
+        {% endif %}
+        {% set entry = scope_contract_of(where ~ ".lookups",
+            scope_source_table(where ~ ".lookups", lookup.source), [lookup.on]) %}
+        {% do entry.update({'on': lookup.on,
+            'named_by': scope_source_table(where ~ ".lookups.named_by", lookup.named_by)}) %}
+        {% do declared.lookups.append(entry) %}
+    {% endfor %}
+    {#- what the entries refer to must be a direct source, holding the column they join on -#}
+    {% set direct_names = declared.direct | map(attribute='name') | list %}
+    {% set event = {'source_name': event_parts[0], 'table': event_parts[1],
+                    'column': event_parts[2]} %}
+    {% set references = [('event_time', event, [event.column])] %}
+    {% for entry in declared.through %}
+        {% do references.append(('changes.through', entry.via, [entry.on])) %}
+    {% endfor %}
+    {% for entry in declared.lookups %}
+        {% do references.append(('lookups.named_by', entry.named_by, [entry.on])) %}
+    {% endfor %}
+    {% for name, table, columns in references %}
+        {% if table.source_name ~ '.' ~ table.table not in direct_names %}
+            {{ exceptions.raise_compiler_error(where ~ "." ~ name ~ ": '" ~ table.source_name ~ "."
+                ~ table.table ~ "' is not among its direct changes " ~ direct_names) }}
+        {% endif %}
+        {% do scope_contract_of(where ~ "." ~ name, table, columns) %}
+    {% endfor %}
+    {% if scope.get('awaiting') is not none and scope.awaiting is not string %}
+        {{ exceptions.raise_compiler_error(where ~ ".awaiting: a SQL predicate on the table's "
+            ~ "columns; got " ~ scope.awaiting) }}
+    {% endif %}
+    {{ return({
+        'key': key,
+        'domain': block.get('lookback'),
+        'event': event,
+        'direct': declared.direct,
+        'through': declared.through,
+        'lookups': declared.lookups,
+        'awaiting': scope.get('awaiting'),
+    }) }}
+{% endmacro %}
+
+{#- The scope declaration of the model being compiled (scope_declaration of its config), or
+    none when it declares no scope. -#}
+{% macro declared_scope() %}
+    {% set block = (config.get('meta') or {}).get('backfill_safe') %}
+    {{ return(scope_declaration("model " ~ model.name ~ " (" ~ model.original_file_path
+        ~ "), config.meta.backfill_safe", block)) }}
+{% endmacro %}
+
+{#- '<source>.<table>' as {source_name, table}, or a compiler error naming `where`. -#}
+{% macro scope_source_table(where, text) %}
+    {% set parts = (text | string).split('.') %}
+    {% if parts | length != 2 or not parts[0] or not parts[1] %}
+        {{ exceptions.raise_compiler_error(where ~ ": a source table reads '<source>.<table>';"
+            ~ " got '" ~ text ~ "'") }}
+    {% endif %}
+    {{ return({'source_name': parts[0], 'table': parts[1]}) }}
+{% endmacro %}
+
+{#- {source_name, table, name, update_column} of a landed table that holds `columns`, or a
+    compiler error naming `where` and the column. While dbt parses, the columns are not checked
+    (landing_contract gives a placeholder). -#}
+{% macro scope_contract_of(where, table, columns) %}
+    {% if execute and (table.source_name, table.table) not in landed_tables() %}
+        {{ exceptions.raise_compiler_error(where ~ ": '" ~ table.source_name ~ "." ~ table.table
+            ~ "' is no landed source table (landed: " ~ landed_tables() | map('join', '.')
+            | join(', ') ~ ")") }}
+    {% endif %}
+    {% set contract = landing_contract(table.source_name, table.table) %}
+    {% if execute %}
+        {% for column in columns if column not in contract.columns %}
+            {{ exceptions.raise_compiler_error(where ~ ": source " ~ table.source_name ~ "."
+                ~ table.table ~ " has no column '" ~ column ~ "' (its columns: "
+                ~ contract.columns | join(', ') ~ ")") }}
+        {% endfor %}
+    {% endif %}
+    {{ return({'source_name': table.source_name, 'table': table.table,
+               'name': table.source_name ~ '.' ~ table.table,
+               'update_column': contract.update_column}) }}
+{% endmacro %}

@@ -1,0 +1,44 @@
+{#- The partition predicate of a run of a model with a declared scope, on `column` (its
+    event_date): the dates of the event time of every version of every key in the run's scope
+    (scope_keys; the scope's `event_time`, read from its cached versions), as literals, or none
+    when every key is in scope or the model declares no scope. Every row the run writes,
+    deletes or matches belongs to one of those keys, and its event date (the table's or the new
+    one) is the date of one of their versions, so the predicate keeps the MERGE exact while
+    Iceberg plans only those partitions' files: merge_source's read of the table and the
+    MERGE's ON clause (guarded_merge_sql) both take it. Literals, not a subquery: Iceberg
+    prunes files at planning time only on predicates it is given as values. Called after
+    cache_scope_keys made the run's cached views (by the select, after it, and by the MERGE). -#}
+{% macro scope_event_dates(column) %}
+    {% if not execute or not is_incremental() %}
+        {{ return(none) }}
+    {% endif %}
+    {% set scope = declared_scope() %}
+    {% if scope is none %}
+        {{ return(none) }}
+    {% endif %}
+    {% if scope_keys() is none %}
+        {{ return(none) }}
+    {% endif %}
+    {% set event_time = scope.event.column %}
+    {#- as text: the embedded engine returns dates, the Thrift Server strings -#}
+    {#- memoized: the select and the MERGE both ask -#}
+    {% set rows = memoized_rows(
+        "select distinct date_format(" ~ event_time ~ ", 'yyyy-MM-dd') as event_date from "
+        ~ versions_in_scope(scope.event.source_name, scope.event.table,
+                            cached_scope_keys_subquery(), scope.key)
+        ~ " as versions where " ~ event_time ~ " is not null") %}
+    {% set dates = [] %}
+    {% for row in rows %}
+        {% set text = row[0] | string %}
+        {% if not modules.re.fullmatch('[0-9]{4}-[0-9]{2}-[0-9]{2}', text) %}
+            {{ exceptions.raise_compiler_error(
+                "model " ~ this ~ ": " ~ scope.event.source_name ~ "." ~ scope.event.table ~ "."
+                ~ event_time ~ " gave an event date " ~ text) }}
+        {% endif %}
+        {% do dates.append("date'" ~ text ~ "'") %}
+    {% endfor %}
+    {% if dates | length == 0 %}
+        {{ return("false") }}
+    {% endif %}
+    {{ return(column ~ " in (" ~ (dates | sort | join(", ")) ~ ")") }}
+{% endmacro %}

@@ -1,0 +1,48 @@
+{#- The session's temporary view of this model's keys in scope (cache_scope_keys). -#}
+{% macro scope_keys_relation() %}
+    {{ return('scope_keys__' ~ validated_identifier(this.identifier)) }}
+{% endmacro %}
+
+{#- The session's temporary view of the landed versions of landed table `source_name`.`table`
+    that this model's run reads (cache_scope_keys makes it, versions_in_scope reads it): those
+    of its keys in scope for a direct source of its scope, those of the members the versions
+    in scope name for a lookup. -#}
+{% macro scope_versions_relation(source_name, table) %}
+    {{ return('scope_versions__' ~ validated_identifier(source_name) ~ '__'
+        ~ validated_identifier(table) ~ '__' ~ validated_identifier(this.identifier)) }}
+{% endmacro %}
+
+{#- The subquery of this model's keys in scope that cache_scope_keys returns: the text by which
+    versions_in_scope recognises the run's scope. -#}
+{% macro cached_scope_keys_subquery() %}
+    {% set scope = declared_scope() %}
+    {{ return('select ' ~ scope.key ~ ' from ' ~ scope_keys_relation()) }}
+{% endmacro %}
+
+{#- The names of the cached temporary views a run shares between the models of one dbt
+    invocation that compute the same scope (cache_shared_scope): `changed`, the keys the SQL
+    `changed` finds, and `versions[<source>.<table>]`, the landed versions of those keys (each
+    direct source) or of the members they name (each lookup). Named after this dbt invocation
+    and a hash of the SQL (whose literals are the model's lower and landing bounds) and of the
+    tables cached, so only models of one invocation that compute the same keys share them.
+    `of_domain` is a regular expression matching every invocation's shared views of the
+    domain, its group 1 the invocation's part, which is `invocation` in this one's names. -#}
+{% macro shared_scope_relations(scope, changed) %}
+    {% set invocation = (invocation_id | replace('-', ''))[:12] | lower %}
+    {% set cached = (scope.direct + scope.lookups) | map(attribute='name') | list %}
+    {% set suffix = validated_identifier(scope.domain) | lower ~ '_' ~ invocation ~ '_'
+        ~ local_md5((changed | trim) ~ ' ' ~ scope.key ~ ' ' ~ cached | join(' '))[:12] %}
+    {% set versions = {} %}
+    {% for table in scope.direct + scope.lookups %}
+        {% do versions.update({table.name: 'scope_shared_versions_'
+            ~ validated_identifier(table.source_name) ~ '_' ~ validated_identifier(table.table)
+            ~ '__' ~ suffix}) %}
+    {% endfor %}
+    {{ return({
+        'changed': 'scope_shared_changed__' ~ suffix,
+        'versions': versions,
+        'of_domain': 'scope_shared_[a-z0-9_]+?__' ~ (scope.domain | lower)
+            ~ '_([0-9a-f]{12})_[0-9a-f]{12}',
+        'invocation': invocation,
+    }) }}
+{% endmacro %}
