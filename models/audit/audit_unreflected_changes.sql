@@ -9,4 +9,5 @@
 -- is named below (a declared model missing here is a compile error saying what to add).
 -- depends_on: {{ ref('fct_order_item') }}, {{ ref('int_order_items__current_state') }}
 -- depends_on: {{ ref('fct_orders') }}, {{ ref('int_orders__current_state') }}
+-- depends_on: {{ ref('fct_trip') }}, {{ ref('int_trips__current_state') }}
 {{ unreflected_changes_of_declared_models(var('restatement_horizon_days')) }}

@@ -1,0 +1,65 @@
+-- The current state of every trip as fct_trip should show it, with no incremental logic: one
+-- row per trip_id ever seen, `is_deleted` when the trip is voided. Its commission is the one of
+-- the driver version in effect when the trip started (a late driver version restates the
+-- trips started after it). fct_trip is this view restricted to a run's trips; the
+-- reconciliation tests compare the fact with it.
+
+with
+
+trips as (
+    select * from {{ ref('stg_rides__trips') }}
+),
+
+driver_versions as (
+    select * from {{ ref('stg_rides__driver_versions') }}
+),
+
+-- the driver version in effect at started_at: the latest effective by then, else (a trip
+-- before the driver's first version) the earliest one; none while the driver has not arrived
+driver_candidates as (
+    select
+        trips.*,
+        driver_versions.updated_at as driver_valid_from,
+        driver_versions.commission_rate,
+        row_number() over (
+            partition by trips.trip_id
+            order by
+                case when driver_versions.updated_at <= trips.started_at then 0 else 1 end,
+                case
+                    when driver_versions.updated_at <= trips.started_at
+                        then driver_versions.updated_at
+                end desc,
+                driver_versions.updated_at asc
+        ) as candidate_rank
+    from trips
+    left join driver_versions
+        on trips.driver_id = driver_versions.driver_id
+),
+
+in_effect as (
+    select * from driver_candidates
+    where candidate_rank = 1
+),
+
+final as (
+    select
+        trip_id,
+        trip_date,
+        cast(date_format(trip_date, 'yyyyMMdd') as int) as trip_date_key,
+        -- a driver that has not arrived: the dimension's unknown member
+        case
+            when driver_valid_from is not null
+                then {{ surrogate_key(['driver_id', 'driver_valid_from']) }}
+            else {{ unknown_member_key() }}
+        end as driver_key,
+        city,
+        distance_km,
+        fare_amount,
+        cast(fare_amount * commission_rate as decimal(18, 2)) as commission_amount,
+        -- the latest change of any version this row reflects
+        greatest(updated_at, driver_valid_from) as updated_at,
+        is_deleted
+    from in_effect
+)
+
+select * from final

@@ -1,0 +1,72 @@
+{{
+    config(
+        unique_key='driver_key',
+    )
+}}
+
+-- Type 2: one row per driver version, effective from its updated_at until the next version's.
+-- A run rebuilds every version of each driver that has a version changed after the lower
+-- bound, so a late version both appears and closes the interval of the version before it.
+-- Plus the unknown member (driver_id -1), for trips whose driver has not arrived yet.
+{%- set scope = incremental_scope('rides') %}
+
+with
+
+driver_versions as (
+    select * from {{ ref('stg_rides__driver_versions') }}
+),
+
+changed_drivers as (
+    select distinct driver_id
+    from driver_versions
+    {% if scope %}
+        -- and drivers the table does not hold yet, however old their versions
+        where
+            {{ scope }}
+            or not exists (
+                select 1 from {{ this }} as known
+                where known.driver_id = driver_versions.driver_id
+            )
+    {% endif %}
+),
+
+scoped_versions as (
+    select driver_versions.*
+    from driver_versions
+    left semi join changed_drivers
+        on driver_versions.driver_id = changed_drivers.driver_id
+),
+
+-- the unknown member: what trips point to while their driver has not arrived
+unknown_member as (
+    select
+        {{ unknown_member_key() }} as driver_key,
+        cast(-1 as bigint) as driver_id,
+        'Unknown driver' as driver_name,
+        'unknown' as vehicle_class,
+        cast(null as decimal(5, 4)) as commission_rate,
+        false as is_deleted,
+        cast('1900-01-01 00:00:00' as timestamp) as valid_from,
+        cast(null as timestamp) as valid_to,
+        true as is_current,
+        cast('1900-01-01 00:00:00' as timestamp) as updated_at
+),
+
+live as (
+    select
+        {{ surrogate_key(['driver_id', 'updated_at']) }} as driver_key,
+        driver_id,
+        driver_name,
+        vehicle_class,
+        commission_rate,
+        is_deleted,
+        updated_at as valid_from,
+        lead(updated_at) over (partition by driver_id order by updated_at) as valid_to,
+        lead(updated_at) over (partition by driver_id order by updated_at) is null as is_current,
+        updated_at
+    from scoped_versions
+    union all
+    select * from unknown_member
+)
+
+{{ merge_source('live') }}
