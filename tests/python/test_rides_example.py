@@ -17,11 +17,11 @@ from pipeline.backfill.runner import Backfill
 RIDES = ("--select", "+fct_trip", "+dim_driver")
 
 
-def trip(trip_id: int, started_at: str, updated_at: str | None = None, *, driver_id: int | None = 7,
+def trip(trip_id: int, picked_up_at: str, updated_at: str | None = None, *, driver_id: int | None = 7,
          fare: str = "20.00", city: str = "Berlin", is_deleted: bool = False) -> dict:
     return {"trip_id": trip_id, "driver_id": driver_id, "city": city,
-            "started_at": ts(started_at) if started_at else None, "distance_km": Decimal("5.00"),
-            "fare_amount": Decimal(fare), "updated_at": ts(updated_at or started_at), "is_deleted": is_deleted}
+            "picked_up_at": ts(picked_up_at) if picked_up_at else None, "distance_km": Decimal("5.00"),
+            "fare_amount": Decimal(fare), "updated_at": ts(updated_at or picked_up_at), "is_deleted": is_deleted}
 
 
 def driver(driver_id: int, updated_at: str, *, rate: str, is_deleted: bool = False) -> dict:
@@ -152,12 +152,12 @@ def test_a_trip_of_a_driver_not_yet_arrived_is_rekeyed_when_the_driver_arrives(b
 
 
 def test_a_null_event_time_is_quarantined_with_its_reason_not_loaded(base: Warehouse):
-    base.land(trips=[trip(6, None, "2025-01-10 12:00") | {"started_at": None}])
+    base.land(trips=[trip(6, None, "2025-01-10 12:00") | {"picked_up_at": None}])
     base.dbt_run(*RIDES)
     assert 6 not in trips(base)
     quarantined = base.rows("select * from audit.audit_quarantined_rows where source_name = 'rides'")
     assert [(r.source_table, r.record_key) for r in quarantined] == [("trips", "6")], quarantined
-    assert "started_at" in quarantined[0].reason
+    assert "picked_up_at" in quarantined[0].reason
 
 
 def test_a_full_refresh_equals_the_sequence_of_daily_runs(base: Warehouse):

@@ -186,7 +186,7 @@ BROKEN_DECLARATIONS = {
         ".scope.changes: source shop.customers has no column 'order_id'"),
     "scope source not landed": (
         {**DECLARATION, "scope": {**SCOPE, "changes": ["shop.orders", "shop.returns"]}},
-        ".scope.changes: 'shop.returns' is no landed source table (landed: shop.customers, shop.order_items"),
+        ".scope.changes: 'shop.returns' is no landed source table (landed: rides.drivers, rides.trips, shop.customers"),
     "event time not a direct change": (
         {**DECLARATION, "scope": {**SCOPE, "event_time": "shop.order_items.updated_at"}},
         ".scope.event_time: 'shop.order_items' is not among its direct changes ['shop.orders']"),

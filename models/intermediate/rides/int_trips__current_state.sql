@@ -14,7 +14,7 @@ driver_versions as (
     select * from {{ ref('stg_rides__driver_versions') }}
 ),
 
--- the driver version in effect at started_at: the latest effective by then, else (a trip
+-- the driver version in effect at picked_up_at: the latest effective by then, else (a trip
 -- before the driver's first version) the earliest one; none while the driver has not arrived
 driver_candidates as (
     select
@@ -24,9 +24,9 @@ driver_candidates as (
         row_number() over (
             partition by trips.trip_id
             order by
-                case when driver_versions.updated_at <= trips.started_at then 0 else 1 end,
+                case when driver_versions.updated_at <= trips.picked_up_at then 0 else 1 end,
                 case
-                    when driver_versions.updated_at <= trips.started_at
+                    when driver_versions.updated_at <= trips.picked_up_at
                         then driver_versions.updated_at
                 end desc,
                 driver_versions.updated_at asc

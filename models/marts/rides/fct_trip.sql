@@ -11,7 +11,7 @@
                 'measures': ['fare_amount', 'commission_amount'],
                 'scope': {
                     'key': 'trip_id',
-                    'event_time': 'rides.trips.started_at',
+                    'event_time': 'rides.trips.picked_up_at',
                     'changes': [
                         'rides.trips',
                         {'source': 'rides.drivers', 'through': 'rides.trips',
