@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser(
         "report", help="write the status page: one static HTML file (freshness, watermarks, runs, daily totals, backfills, alerts)")
     report.add_argument("--out", type=Path, default=None, help="HTML file to write (default <state dir>/status.html)")
-    report.add_argument("--days", type=int, default=14, help="days of daily source vs mart net_amount (default 14)")
+    report.add_argument("--days", type=int, default=14, help="event dates of each declared model's measures, source vs mart (default 14)")
     report.add_argument("--runs", type=int, default=30, help="latest run records shown (default 30)")
 
     status = commands.add_parser("status", help="list backfill runs, or one run's windows and tables")

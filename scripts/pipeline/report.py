@@ -1,10 +1,13 @@
 """The status page: one static HTML file, no server and no script, charts as inline SVG.
 
 Per pipeline: watermark and its lag, the sources' freshness (dbt source freshness), the last
-runs with the rows they merged (control.run_records); the daily source vs mart `net_amount` of
-the last N days (the current-state view against fct_order_item) as a chart and a table;
-backfill runs with their windows; and the alerts: failed runs, sources past their freshness
-thresholds, volume tests that do not pass, and rows late beyond their restatement window.
+runs with the rows they merged (control.run_records); for every declared incremental model
+(config.meta.backfill_safe, from the manifest), its declared measures per event date over the
+last N days, its current state against the model, as a chart and a table, and the records each
+daily run added; backfill runs with their windows; and the alerts: failed runs, sources past
+their freshness thresholds, volume tests that do not pass, and rows late beyond their
+restatement window. An incremental model that declares nothing is named on the page as having no
+daily reconciliation, never left out in silence.
 """
 
 from __future__ import annotations
@@ -18,9 +21,17 @@ from pathlib import Path
 from pipeline.engine import Sql
 
 from pipeline.dbt import Dbt, Freshness
-from pipeline.manifest import relation_of
+from pipeline.manifest import IncrementalModel, incremental_models, relation_of
 
 ALERT_TESTS = ("volume_within_band", "run_delta_within_band", "no_unloaded_changes", "reconcile_daily_totals")
+
+
+@dataclass
+class ModelDaily:
+    event_date: str
+    measures: tuple[str, ...]
+    # event_date, source_rows, mart_rows, then source_<i> and mart_<i> for measures[i]
+    rows: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -30,7 +41,9 @@ class Report:
     pipelines: list[dict] = field(default_factory=list)
     freshness: list[Freshness] = field(default_factory=list)
     runs: list[dict] = field(default_factory=list)
-    daily: list[dict] = field(default_factory=list)
+    # per declared model: its measures per event date, current state against the model
+    daily: dict[str, ModelDaily] = field(default_factory=dict)
+    undeclared: list[str] = field(default_factory=list)  # incremental models with no declaration
     backfills: list[dict] = field(default_factory=list)
     alerts: list[str] = field(default_factory=list)
 
@@ -59,17 +72,11 @@ def collect(spark: Sql, dbt: Dbt, days: int = 14, runs: int = 30) -> Report:
         from control.run_records
         where model_name in (select pipeline_name from control.etl_watermark) or window_start is not null
         order by started_at desc, model_name limit :n""", n=runs)
-    fact, view = relation_of("fct_order_item"), relation_of("int_order_items__current_state")
-    report.daily = _rows(spark, f"""
-        with bounds as (select max(order_date) as last_day from {fact}),
-        source as (select order_date, sum(net_amount) as source_net, count(*) as source_rows
-                   from {view} where not is_deleted group by order_date),
-        mart as (select order_date, sum(net_amount) as mart_net, count(*) as mart_rows from {fact} group by order_date)
-        select coalesce(source.order_date, mart.order_date) as order_date, source_net, mart_net, source_rows, mart_rows
-        from source full outer join mart on source.order_date = mart.order_date cross join bounds
-        where coalesce(source.order_date, mart.order_date) > date_sub(bounds.last_day, :days)
-          and coalesce(source.order_date, mart.order_date) <= bounds.last_day
-        order by 1""", days=days)
+    for model in incremental_models():
+        if not (model.declared and model.current_state and model.event_date and model.measures):
+            report.undeclared.append(model.name)
+            continue
+        report.daily[model.name] = ModelDaily(model.event_date, model.measures, _daily(spark, model, days))
     report.backfills = _rows(spark, """
         select r.run_id, r.status, r.start_date, r.end_date, r.models, r.reason, r.created_at, r.finished_at, r.message,
                count(distinct w.window_index) as windows,
@@ -79,6 +86,26 @@ def collect(spark: Sql, dbt: Dbt, days: int = 14, runs: int = 30) -> Report:
     report.freshness = dbt.freshness()
     report.alerts = _alerts(spark, dbt, report)
     return report
+
+
+def _daily(spark: Sql, model: IncrementalModel, days: int) -> list[dict]:
+    """The declared measures per event date of the model's last `days` dates: the live rows of its
+    current state (`not is_deleted`) against the model. Names come from the manifest, checked there
+    to be identifiers."""
+    date = model.event_date
+    sums = lambda side: "".join(f", sum({m}) as {side}_{i}" for i, m in enumerate(model.measures))  # noqa: E731
+    both = "".join(f", source.source_{i}, mart.mart_{i}" for i in range(len(model.measures)))
+    return _rows(spark, f"""
+        with bounds as (select max({date}) as last_day from {model.relation}),
+        source as (select {date} as event_date, count(*) as source_rows{sums("source")}
+                   from {model.current_state} where not is_deleted group by {date}),
+        mart as (select {date} as event_date, count(*) as mart_rows{sums("mart")}
+                 from {model.relation} group by {date})
+        select coalesce(source.event_date, mart.event_date) as event_date, source_rows, mart_rows{both}
+        from source full outer join mart on source.event_date = mart.event_date cross join bounds
+        where coalesce(source.event_date, mart.event_date) > date_sub(bounds.last_day, :days)
+          and coalesce(source.event_date, mart.event_date) <= bounds.last_day
+        order by 1""", days=days)
 
 
 def _alerts(spark: Sql, dbt: Dbt, report: Report) -> list[str]:
@@ -175,23 +202,22 @@ def render(report: Report) -> str:
          for p in report.pipelines], "pipelines")
     freshness = _table(["source", "status", "latest update", "age"],
                        [[f.source, f.status, f.max_loaded_at, _lag(f.age_seconds)] for f in report.freshness], "freshness")
-    daily_runs = [r for r in reversed(report.runs) if r["window_start"] is None and r["model_name"] == "fct_order_item"]
-    runs_chart = _bar_chart([f"{r['started_at']:%Y-%m-%d %H:%M}" for r in daily_runs],
-                            [float(r["added_records"] or 0) for r in daily_runs], "records added per fct_order_item run")
+    runs_charts = "".join(
+        _bar_chart([f"{r['started_at']:%Y-%m-%d %H:%M}" for r in runs],
+                   [float(r["added_records"] or 0) for r in runs], f"records added per {name} daily run")
+        for name in report.daily
+        for runs in [[r for r in reversed(report.runs) if r["window_start"] is None and r["model_name"] == name]])
     runs = _table(["started", "model", "status", "window", "snapshots", "added", "deleted", "partitions",
                    "watermark before", "watermark after", "invocation"],
                   [[r["started_at"], r["model_name"], r["status"],
                     f"{r['window_start']} .. {r['window_end']}" if r["window_start"] else "daily",
                     r["snapshots_committed"], r["added_records"], r["deleted_records"], r["changed_partitions"],
                     r["watermark_before"], r["watermark_after"], r["invocation_id"]] for r in report.runs], "runs")
-    labels = [str(d["order_date"]) for d in report.daily]
-    daily_chart = _line_chart(labels, {"source net_amount": [_num(d["source_net"]) for d in report.daily],
-                                       "mart net_amount": [_num(d["mart_net"]) for d in report.daily]},
-                              f"daily net_amount, source vs mart, last {report.days} days")
-    daily = _table(["order date", "source net_amount", "mart net_amount", "difference", "source rows", "mart rows"],
-                   [[d["order_date"], d["source_net"], d["mart_net"],
-                     (d["source_net"] or 0) - (d["mart_net"] or 0), d["source_rows"], d["mart_rows"]]
-                    for d in report.daily], "daily")
+    daily = "".join(_model_daily(name, model, report.days) for name, model in report.daily.items())
+    if report.undeclared:
+        daily += ('<p class="undeclared">no daily reconciliation (the model declares no '
+                  "config.meta.backfill_safe current_state, event_date and measures): "
+                  f"{_e(', '.join(report.undeclared))}</p>")
     backfills = _table(["run", "status", "range", "windows done", "models", "reason", "created", "finished"],
                        [[b["run_id"], b["status"], f"{b['start_date']} .. {b['end_date']}",
                          f"{b['windows_done']}/{b['windows']}", ", ".join(json.loads(b["models"])), b["reason"],
@@ -212,11 +238,27 @@ th {{ background: #f3f3f3; }} .alerts li {{ color: #b00020; }} .ok {{ color: #2e
 <h2 id="alerts">Alerts ({len(report.alerts)})</h2>{alerts}
 <h2 id="pipelines">Pipelines: watermark and lag</h2>{pipelines}
 <h2 id="freshness">Source freshness (dbt source freshness on updated_at)</h2>{freshness}
-<h2 id="daily">Daily net_amount, source vs mart (last {report.days} days)</h2>{daily_chart}{daily}
-<h2 id="runs">Runs: rows merged</h2>{runs_chart}{runs}
+<h2 id="daily">Declared models: measures per event date, source vs mart (last {report.days} dates)</h2>{daily}
+<h2 id="runs">Runs: rows merged</h2>{runs_charts}{runs}
 <h2 id="backfills">Backfill runs</h2>{backfills}
 </body></html>
 """
+
+
+def _model_daily(name: str, model: ModelDaily, days: int) -> str:
+    """One declared model's section: a chart of its first measure, a table of every measure."""
+    first = model.measures[0]
+    chart = _line_chart([str(d["event_date"]) for d in model.rows],
+                        {f"source {first}": [_num(d["source_0"]) for d in model.rows],
+                         f"mart {first}": [_num(d["mart_0"]) for d in model.rows]},
+                        f"{name}: daily {first}, source vs mart, last {days} dates")
+    columns = [model.event_date, "source rows", "mart rows"]
+    columns += [f"{side} {m}" for m in model.measures for side in ("source", "mart", "difference")]
+    rows = [[d["event_date"], d["source_rows"], d["mart_rows"],
+             *[v for i in range(len(model.measures))
+               for v in (d[f"source_{i}"], d[f"mart_{i}"], (d[f"source_{i}"] or 0) - (d[f"mart_{i}"] or 0))]]
+            for d in model.rows]
+    return f'<h3 id="daily-{_e(name)}">{_e(name)}</h3>{chart}{_table(columns, rows, "daily")}'
 
 
 def _num(value: object) -> float | None:

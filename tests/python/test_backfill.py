@@ -370,9 +370,21 @@ def test_status_page_renders_in_a_real_browser_with_the_figures_of_a_known_run(b
     assert re.search(rf"{run_id}\s+published\s+2025-01-01 \.\. 2025-01-02\s+1/1", text)  # the backfill run
     assert re.search(rf"fct_orders\s+success\s+daily\s+1\s+{known.added_records}\s+{known.deleted_records}"
                      rf"\s+{known.changed_partitions}\s.*?{known.invocation_id}", text)  # the known daily run
-    assert re.search(rf"2025-01-01\s+{source_total}\s+{mart_total}\s+{source_total - mart_total}\s", text)
+    # one section per declared model, from the manifest: the shop's two facts and the rides example's
+    sections = {name: re.search(rf'<h3 id="daily-{name}">(.*?)(?=<h3|<h2)', dom.stdout, re.S)
+                for name in ("fct_order_item", "fct_orders", "fct_trip")}
+    assert all(sections.values()), {name: bool(found) for name, found in sections.items()}
+    line_items = re.sub(r"<[^>]+>", " ", sections["fct_order_item"].group(1))
+    # date, source rows, mart rows, then source / mart / difference of quantity, then of net_amount
+    assert re.search(rf"2025-01-01\s+\d+\s+\d+\s+\d+\s+\d+\s+-?\d+\s+{source_total}\s+{mart_total}"
+                     rf"\s+{source_total - mart_total}\s", line_items), line_items[:2000]
+    assert sections["fct_order_item"].group(1).count('class="series"') == 2  # source and mart quantity
+    assert sections["fct_orders"].group(1).count('class="series"') == 2
+    assert "fct_trip: daily fare_amount, source vs mart, last 14 dates: no data" in sections["fct_trip"].group(1)
+    # the incremental models that declare no measures are named, not left out in silence
+    assert re.search(r"no daily reconciliation .*?: dim_channel, dim_customer, dim_date, dim_driver, dim_product", text)
     assert re.search(r"fct_order_item: 3 keys late beyond their window on 2025-01-01", text)  # an alert
-    assert dom.stdout.count('class="series"') == 2 and dom.stdout.count('class="bar"') >= 1  # the charts
+    assert dom.stdout.count('class="bar"') >= 1  # the records added per daily run
 
     shot = tmp_path / "status.png"
     screenshot = browse(f"--screenshot={shot}", "--window-size=1000,1400")
