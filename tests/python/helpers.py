@@ -46,6 +46,20 @@ def customer(customer_id: int, updated_at: str, *, segment: str = "consumer", is
             "segment": segment, "updated_at": ts(updated_at), "is_deleted": is_deleted}
 
 
+def trip(trip_id: int, picked_up_at: str, updated_at: str | None = None, *, driver_id: int | None = 7,
+         fare: str = "20.00", city: str = "Berlin", is_deleted: bool = False) -> dict:
+    """A version of a trip of the rides example."""
+    return {"trip_id": trip_id, "driver_id": driver_id, "city": city, "picked_up_at": ts(picked_up_at),
+            "distance_km": Decimal("5.00"), "fare_amount": Decimal(fare), "updated_at": ts(updated_at or picked_up_at),
+            "is_deleted": is_deleted}
+
+
+def driver(driver_id: int, updated_at: str, *, rate: str, is_deleted: bool = False) -> dict:
+    """A version of a driver of the rides example (its commission rate effective from updated_at)."""
+    return {"driver_id": driver_id, "driver_name": f"Driver {driver_id}", "vehicle_class": "standard",
+            "commission_rate": Decimal(rate), "updated_at": ts(updated_at), "is_deleted": is_deleted}
+
+
 def write_parquet(path: Path, table: str, rows: list[dict]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows, schema=contract.load().table(table).arrow_schema()), path)

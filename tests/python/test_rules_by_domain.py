@@ -1,0 +1,182 @@
+"""The rules every declared incremental model keeps, proven once and run for every example domain
+(tests/python/domains.py: the shop's order lines, the rides' trips), each from the same three
+events built into an empty warehouse; the fact's watermark is then 2025-01-10 10:00. A domain's
+own shape (order headers, effective-dated drivers, unknown members) is tested in its own module.
+"""
+
+from __future__ import annotations
+
+import io
+from decimal import Decimal
+
+import pytest
+from rich.console import Console
+
+from domains import DOMAINS, Domain
+from helpers import Warehouse, ts
+from pipeline.backfill.control import Control
+from pipeline.backfill.runner import Backfill
+
+WATERMARK = ts("2025-01-10 10:00").replace(tzinfo=None)
+
+
+@pytest.fixture(scope="module", params=DOMAINS, ids=lambda d: d.name)
+def built_once(request, spark, dbt, tmp_path_factory) -> tuple[Domain, Warehouse, dict[str, str]]:
+    domain: Domain = request.param
+    warehouse = Warehouse.empty(spark, dbt, tmp_path_factory.mktemp(domain.name))
+    warehouse.land(**domain.base())
+    warehouse.dbt_run()
+    return domain, warehouse, warehouse.checkpoint()
+
+
+@pytest.fixture
+def case(built_once) -> tuple[Domain, Warehouse]:
+    domain, warehouse, checkpoint = built_once
+    assert warehouse.watermark(domain.fact) == WATERMARK
+    yield domain, warehouse
+    warehouse.restore(checkpoint)
+
+
+def run(d: Domain, wh: Warehouse, *args: str):
+    return wh.dbt_run(*d.select, *args)
+
+
+def data_tests(d: Domain, wh: Warehouse) -> dict[str, tuple[str, int]]:
+    """Every data test of the domain's fact and dimensions and their parents -> (status, failures)."""
+    return {r.name: (r.status, r.failures) for r in wh.dbt.invoke("test", *d.select, check=False)
+            if r.resource_type == "test"}
+
+
+def failing(tests: dict[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
+    return {name: result for name, result in tests.items() if result[0] in ("fail", "error")}
+
+
+def test_the_build_loads_every_event_on_its_date(case):
+    d, wh = case
+    assert d.events(wh) == {1: ("2025-01-02", Decimal("20.00")), 2: ("2025-01-10", Decimal("30.00")),
+                            3: ("2025-01-09", Decimal("10.00"))}
+    assert failing(data_tests(d, wh)) == {}
+
+
+def test_a_late_version_inside_the_lookback_is_loaded_and_the_watermark_does_not_go_back(case):
+    d, wh = case
+    # updated 2025-01-09 13:00: before the watermark, after its start minus the lookback
+    wh.land(**d.event(3, "2025-01-09 12:00", "2025-01-09 13:00", amount="12.00"))
+    run(d, wh)
+    assert d.events(wh)[3] == ("2025-01-09", Decimal("12.00"))
+    assert wh.watermark(d.fact) == WATERMARK
+
+
+def test_a_correction_of_the_event_time_moves_the_event_to_its_new_date_and_leaves_no_copy(case):
+    d, wh = case
+    wh.land(**d.event(2, "2025-01-09 09:00", "2025-01-10 11:00", amount="30.00"))
+    run(d, wh)
+    assert d.events(wh)[2] == ("2025-01-09", Decimal("30.00"))
+    assert d.rows_of(wh, 2) == 1
+    assert d.differing_events(wh) == set()
+
+
+def test_a_stale_version_never_overwrites_a_newer_one(case):
+    d, wh = case
+    # inside the window, but older than the version loaded
+    wh.land(**d.event(2, "2025-01-10 10:00", "2025-01-10 09:00", amount="99.00"))
+    run(d, wh)
+    assert d.events(wh)[2] == ("2025-01-10", Decimal("30.00"))
+
+
+def test_duplicate_versions_load_once(case):
+    d, wh = case
+    wh.land(**{table: rows * 2 for table, rows in d.event(4, "2025-01-10 12:00").items()})
+    run(d, wh)
+    assert d.rows_of(wh, 4) == 1
+    assert failing(data_tests(d, wh)) == {}
+
+
+def test_a_deleted_event_leaves_the_fact(case):
+    d, wh = case
+    wh.land(**d.event(3, "2025-01-09 12:00", "2025-01-10 12:00", deleted=True))
+    run(d, wh)
+    assert set(d.events(wh)) == {1, 2}
+    assert d.differing_events(wh) == set()
+
+
+def test_a_rerun_with_nothing_landed_commits_nothing(case):
+    d, wh = case
+    before = {t: wh.snapshot_id(t) for t in (d.relation, *d.dimensions)}
+    run(d, wh)
+    assert {t: wh.snapshot_id(t) for t in before} == before
+
+
+def test_a_null_event_time_is_quarantined_with_its_reason_not_loaded(case):
+    d, wh = case
+    wh.land(**d.event(6, None, "2025-01-10 12:00"))
+    run(d, wh)
+    assert 6 not in d.events(wh)
+    quarantined = wh.rows(f"select * from audit.audit_quarantined_rows where source_name = '{d.source}'")
+    assert [(r.source_table, r.record_key) for r in quarantined] == [(d.event_table, "6")], quarantined
+    assert d.event_time in quarantined[0].reason
+
+
+def test_a_full_refresh_equals_the_sequence_of_daily_runs(case):
+    d, wh = case
+    wh.land(**d.event(3, "2025-01-09 12:00", "2025-01-09 13:00", amount="12.00"))
+    wh.land(**d.event(4, "2025-01-10 12:00"))
+    run(d, wh)
+    wh.land(**d.event(2, "2025-01-09 09:00", "2025-01-10 11:00", amount="31.00"))
+    run(d, wh)
+    wh.land(**d.event(4, "2025-01-10 12:00", "2025-01-10 13:00", deleted=True))
+    run(d, wh)
+    incremental = wh.table(d.relation)
+    assert d.events(wh) == {1: ("2025-01-02", Decimal("20.00")), 2: ("2025-01-09", Decimal("31.00")),
+                            3: ("2025-01-09", Decimal("12.00"))}
+    wh.dbt_run("--select", d.fact, "--full-refresh")
+    assert wh.table(d.relation) == incremental
+
+
+def _late_beyond_the_window(d: Domain, wh: Warehouse) -> None:
+    """Event 1's amount corrected, stamped 2025-01-05: before the window's start (the watermark
+    less the domain's lookback, 2 or 3 days): the daily run does not see it, by design."""
+    assert d.lookback_days <= 4
+    wh.land(**d.event(1, "2025-01-02 10:00", "2025-01-05 00:00", amount="25.00"))
+    run(d, wh)
+    assert d.events(wh)[1] == ("2025-01-02", Decimal("20.00"))
+
+
+def test_a_correction_beyond_the_window_is_listed_by_the_audit_and_restated_on_its_date(case):
+    d, wh = case
+    _late_beyond_the_window(d, wh)
+    audit = [r for r in wh.rows("select * from audit.audit_unreflected_changes") if r.model_name == d.fact]
+    assert [(r.problem, str(r.restate_date)) for r in audit] == [("stale", "2025-01-02")]
+    assert d.amount in audit[0].differing_columns.split(", ")
+    assert d.differing_events(wh) == {1}
+    tests = data_tests(d, wh)
+    for check in ("no_unloaded_changes", "reconcile_daily_totals"):
+        assert tests[f"{check}_{d.fact}_"] == ("fail", 1), tests
+
+    output = io.StringIO()
+    backfill = Backfill(wh.dbt, wh.spark, Console(file=output, width=200))
+    plan = backfill.restate_plan(None, 7)
+    assert [(str(w.start), str(w.end)) for w in plan.windows] == [("2025-01-02", "2025-01-03")]
+    Console(file=output, width=200).print(backfill.restate_keys(None))
+    assert d.fact in output.getvalue() and "stale" in output.getvalue()
+    run_id = backfill.start(plan, "late correction")
+    assert backfill.status_of(run_id) == "published"
+    assert d.events(wh)[1] == ("2025-01-02", Decimal("25.00"))
+    assert d.differing_events(wh) == set()
+    assert failing(data_tests(d, wh)) == {}
+
+
+def test_a_backfill_publishes_the_full_refresh_result_and_rolls_back_exactly(case):
+    d, wh = case
+    _late_beyond_the_window(d, wh)
+    before = wh.table(d.relation)
+    backfill = Backfill(wh.dbt, wh.spark, Console(file=io.StringIO()))
+    run_id = backfill.start(backfill.plan("2025-01-01", "2025-01-04", d.fact, 1), "repair 01-01..01-03")
+    [record] = Control(wh.spark).runs(run_id)
+    assert record.status == "published" and d.fact in record.models
+    assert wh.table(d.relation) == d.full_refresh_result(wh) != before
+    assert wh.watermark(d.fact) == WATERMARK  # a backfill does not move the daily watermark
+
+    backfill.rollback(run_id)
+    assert wh.table(d.relation) == before
+    assert Control(wh.spark).runs(run_id)[0].status == "rolled_back"
