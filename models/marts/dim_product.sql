@@ -12,31 +12,8 @@
 
 with
 
-product_versions as (
-    select * from {{ ref('stg_shop__product_versions') }}
-),
-
-changed_products as (
-    select distinct product_id
-    from product_versions
-    {% if scope %}
-        -- and products the table does not hold yet, however old their versions: facts re-key
-        -- to a late-arriving product as soon as it has landed
-        -- (not exists, not `not in`: see dim_customer)
-        where
-            {{ scope }}
-            or not exists (
-                select 1 from {{ this }} as known
-                where known.product_id = product_versions.product_id
-            )
-    {% endif %}
-),
-
 scoped_versions as (
-    select product_versions.*
-    from product_versions
-    left semi join changed_products
-        on product_versions.product_id = changed_products.product_id
+    {{ versions_of_changed_members(ref('stg_shop__product_versions'), 'product_id', scope) }}
 ),
 
 -- the unknown member: what facts point to while their product has not arrived
@@ -62,9 +39,7 @@ live as (
         category,
         unit_cost,
         is_deleted,
-        updated_at as valid_from,
-        lead(updated_at) over (partition by product_id order by updated_at) as valid_to,
-        lead(updated_at) over (partition by product_id order by updated_at) is null as is_current,
+        {{ effective_interval('product_id') }},
         updated_at
     from scoped_versions
     union all

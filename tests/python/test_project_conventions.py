@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -71,9 +72,10 @@ def test_the_project_parses_and_its_landing_contract_holds():
 
 
 # The names every landed table and incremental model shares by the framework's own contract
-# (landing_contract, merge_source, guarded_merge_sql), and the run records' `status`: not an
-# example's.
-FRAMEWORK_NAMES = {"updated_at", "is_deleted", "_loaded_at", "_source_file", "status"}
+# (landing_contract, merge_source, guarded_merge_sql), the run records' `status`, and the interval
+# columns of a type-2 version (effective_interval): not an example's.
+FRAMEWORK_NAMES = {"updated_at", "is_deleted", "_loaded_at", "_source_file", "status",
+                   "valid_from", "valid_to", "is_current"}
 
 
 def _example_names() -> dict[str, str]:
@@ -117,3 +119,43 @@ def test_the_framework_macros_name_no_example_table_or_column():
         for word in sorted(set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", code)) & set(names)):
             found.append(f"{sql.relative_to(PROJECT_DIR)} names {word!r} (declared in {names[word]})")
     assert not found, "\n".join(found)
+
+
+def _code_blocks(markdown: str) -> list[tuple[str, str]]:
+    """(first line, rest) of every fenced code block of a markdown text."""
+    blocks = re.findall(r"^```[a-z]*\n(.*?)^```$", markdown, re.S | re.M)
+    return [tuple(block.rstrip("\n").split("\n", 1)) for block in blocks if "\n" in block.rstrip("\n")]
+
+
+def test_the_guide_shows_the_example_files_as_they_are():
+    """A guide's block whose first line is a path comment is that whole file; one marked
+    `(excerpt)` is a verbatim part of it. The example's tests build those files, so the guide's
+    example builds."""
+    guide = (PROJECT_DIR / "docs" / "guides" / "add-a-source-and-a-model.md").read_text()
+    checked = []
+    for first, body in _code_blocks(guide):
+        named = re.fullmatch(r"(?:--|#) ((?:models|macros|tests)/\S+)( \(excerpt\))?", first)
+        if not named:
+            continue
+        path, excerpt = PROJECT_DIR / named.group(1), named.group(2)
+        assert path.exists(), f"the guide shows {named.group(1)}, which does not exist"
+        text = path.read_text().rstrip("\n")
+        if excerpt:
+            assert body in text, f"the guide's excerpt of {named.group(1)} is not a verbatim part of it"
+        else:
+            assert body == text, f"the guide's {named.group(1)} differs from the file"
+        checked.append(named.group(1))
+    assert len(checked) >= 5, checked  # the sources, staging, current state, fact and its yml
+
+
+def test_every_test_the_docs_cite_exists():
+    """A test name quoted in the README or docs/ is a test function of tests/python: a renamed or
+    removed test cannot leave the docs citing it."""
+    defined = {name for path in (PROJECT_DIR / "tests" / "python").glob("*.py")
+               for name in re.findall(r"^def (test_\w+)\(", path.read_text(), re.M)}
+    missing = []
+    for doc in [PROJECT_DIR / "README.md", *(PROJECT_DIR / "docs").rglob("*.md")]:
+        for name in set(re.findall(r"`(test_\w+)`", doc.read_text())):
+            if name not in defined:
+                missing.append(f"{doc.relative_to(PROJECT_DIR)} cites {name}")
+    assert not missing, "\n".join(sorted(missing))

@@ -12,29 +12,8 @@
 
 with
 
-driver_versions as (
-    select * from {{ ref('stg_rides__driver_versions') }}
-),
-
-changed_drivers as (
-    select distinct driver_id
-    from driver_versions
-    {% if scope %}
-        -- and drivers the table does not hold yet, however old their versions
-        where
-            {{ scope }}
-            or not exists (
-                select 1 from {{ this }} as known
-                where known.driver_id = driver_versions.driver_id
-            )
-    {% endif %}
-),
-
 scoped_versions as (
-    select driver_versions.*
-    from driver_versions
-    left semi join changed_drivers
-        on driver_versions.driver_id = changed_drivers.driver_id
+    {{ versions_of_changed_members(ref('stg_rides__driver_versions'), 'driver_id', scope) }}
 ),
 
 -- the unknown member: what trips point to while their driver has not arrived
@@ -60,9 +39,7 @@ live as (
         vehicle_class,
         commission_rate,
         is_deleted,
-        updated_at as valid_from,
-        lead(updated_at) over (partition by driver_id order by updated_at) as valid_to,
-        lead(updated_at) over (partition by driver_id order by updated_at) is null as is_current,
+        {{ effective_interval('driver_id') }},
         updated_at
     from scoped_versions
     union all
