@@ -70,13 +70,9 @@
             line_product_versions.unit_cost,
             row_number() over (
                 partition by lines.order_id, lines.order_item_id
-                order by
-                    case when line_product_versions.updated_at <= lines.ordered_at then 0 else 1 end,
-                    case
-                        when line_product_versions.updated_at <= lines.ordered_at
-                            then line_product_versions.updated_at
-                    end desc,
-                    line_product_versions.updated_at asc
+                order by {{ version_in_effect_order(
+                    'line_product_versions.updated_at', 'lines.ordered_at'
+                ) }}
             ) as candidate_rank
         from lines
         left join line_product_versions

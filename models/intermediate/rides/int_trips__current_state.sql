@@ -24,12 +24,7 @@ driver_candidates as (
         row_number() over (
             partition by trips.trip_id
             order by
-                case when driver_versions.updated_at <= trips.picked_up_at then 0 else 1 end,
-                case
-                    when driver_versions.updated_at <= trips.picked_up_at
-                        then driver_versions.updated_at
-                end desc,
-                driver_versions.updated_at asc
+                {{ version_in_effect_order('driver_versions.updated_at', 'trips.picked_up_at') }}
         ) as candidate_rank
     from trips
     left join driver_versions
