@@ -10,11 +10,7 @@
     every version of every order line (measured at 1M lines: 1.78M rows read to narrow 5k
     product versions); the join to the lines keeps only theirs. -#}
 {% macro order_items_current_state(order_ids=none) %}
-{%- set customer_ids = none -%}
-{%- if order_ids -%}
-    {%- set customer_ids = "select customer_id from "
-        ~ versions_in_scope('shop', 'orders', order_ids) -%}
-{%- endif %}
+{%- set customer_ids = customers_of_orders(order_ids) %}
     with
 
     line_versions as (

@@ -4,11 +4,7 @@
     orders of a run's scope only (`order_ids`, a SQL subquery of order_id): their versions,
     their lines (order_items_current_state) and the customers any version of them names. -#}
 {% macro orders_current_state(order_ids=none) %}
-{%- set customer_ids = none -%}
-{%- if order_ids -%}
-    {%- set customer_ids = "select customer_id from "
-        ~ versions_in_scope('shop', 'orders', order_ids) -%}
-{%- endif %}
+{%- set customer_ids = customers_of_orders(order_ids) %}
     with
 
     order_versions as (
