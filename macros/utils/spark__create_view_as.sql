@@ -9,10 +9,16 @@
     new md5. The statement holds the compiled SQL, so a change of the model, a macro or a var it
     renders replaces the view. `--full-refresh` (or config full_refresh) always replaces it: what
     the md5 cannot see is a change of a table the view reads (Spark keeps a view's columns as
-    they were when it was created), and a full refresh is how a table's schema changes here. -#}
+    they were when it was created), and a full refresh is how a table's schema changes here.
+    A view is replaced by dropping it and creating it again, never by `create or replace view`:
+    with Iceberg's SparkSessionCatalog on a Hive metastore, a replace writes the new version to
+    the view's Iceberg metadata but leaves the SQL text in the metastore, and Spark reads a view
+    through the metastore: every session, new ones too, kept reading the old SQL (apache/iceberg
+    PR 15490). Between the drop and the create the view does not exist: a reader at that moment
+    fails; none reads the old definition after it. -#}
 {% macro spark__create_view_as(relation, sql) -%}
     {%- set statement -%}
-  create or replace view {{ relation }}
+  create view {{ relation }}
   {% if config.persist_column_docs() -%}
     {% set model_columns = model.columns %}
     {% set query_columns = get_columns_in_query(sql) %}
@@ -30,6 +36,7 @@
     {%- if view_is_current(relation, fingerprint) -%}
         select '{{ relation }}' as view_unchanged
     {%- else -%}
+        {%- do drop_view_to_replace(relation) -%}
         {{ statement }}
   tblproperties ('backfill_safe.view_md5' = '{{ fingerprint }}')
   as
@@ -52,4 +59,15 @@
     {% set found = modules.re.search(
         'backfill_safe[.]view_md5=([0-9a-f]{32})', existing.information or '') %}
     {{ return(found is not none and found.group(1) == fingerprint) }}
+{% endmacro %}
+
+{#- Drops `relation` when it is a view, before it is created again (see spark__create_view_as:
+    a `create or replace view` leaves readers on the old SQL). A statement, not run_query:
+    through a Thrift Server PyHive cannot fetch DDL's empty result. -#}
+{% macro drop_view_to_replace(relation) %}
+    {% if execute %}
+        {% call statement('drop_view_to_replace') %}
+            drop view if exists {{ relation }}
+        {% endcall %}
+    {% endif %}
 {% endmacro %}
