@@ -26,11 +26,15 @@
     and a hash of the SQL (whose literals are the model's lower and landing bounds) and of the
     tables cached, so only models of one invocation that compute the same keys share them.
     `of_domain` is a regular expression matching every invocation's shared views of the
-    domain, its group 1 the invocation's part, which is `invocation` in this one's names. -#}
+    domain (of the lookback: a named domain, or `lookback_<n>_days` for a model's own window),
+    its group 1 the invocation's part, which is `invocation` in this one's names. -#}
 {% macro shared_scope_relations(scope, changed) %}
     {% set invocation = (invocation_id | replace('-', ''))[:12] | lower %}
     {% set cached = (scope.direct + scope.lookups) | map(attribute='name') | list %}
-    {% set suffix = validated_identifier(scope.domain) | lower ~ '_' ~ invocation ~ '_'
+    {#- the lookback: a domain's name, or the model's own window in days -#}
+    {% set domain = ('lookback_' ~ scope.domain ~ '_days') if scope.domain is integer
+        else validated_identifier(scope.domain) | lower %}
+    {% set suffix = domain ~ '_' ~ invocation ~ '_'
         ~ local_md5((changed | trim) ~ ' ' ~ scope.key ~ ' ' ~ cached | join(' '))[:12] %}
     {% set versions = {} %}
     {% for table in scope.direct + scope.lookups %}
@@ -41,7 +45,7 @@
     {{ return({
         'changed': 'scope_shared_changed__' ~ suffix,
         'versions': versions,
-        'of_domain': 'scope_shared_[a-z0-9_]+?__' ~ (scope.domain | lower)
+        'of_domain': 'scope_shared_[a-z0-9_]+?__' ~ domain
             ~ '_([0-9a-f]{12})_[0-9a-f]{12}',
         'invocation': invocation,
     }) }}

@@ -45,7 +45,8 @@ watermark as (
 
 bounds as (
     select
-        watermark_ts - make_dt_interval({{ lookback_days(domain) }}, 0, 0, 0) as window_start,
+        watermark_ts
+        - make_dt_interval({{ lookback_days(domain, model_name) }}, 0, 0, 0) as window_start,
         {%- if horizon_days is not none %}
         date_sub(cast(watermark_ts as date), {{ horizon_days | int }}) as horizon_start
         {%- else %}
@@ -139,38 +140,3 @@ where
     or unreflected.loaded_event_date >= bounds.horizon_start
 
 {% endmacro %}
-
-{#- unreflected_changes of every declared model (declared_models), one union, for the audit
-    view: the calling model must depend on each declared model and its current state (a
-    `-- depends_on:` line each), so it runs after them; one it does not depend on is a compiler
-    error naming the line to add, not a model left out. -#}
-{% macro unreflected_changes_of_declared_models(horizon_days=none) %}
-{%- set declared = declared_models() %}
-{%- if execute and not declared %}
-    {{ exceptions.raise_compiler_error(
-        "model " ~ this ~ ": no model declares config.meta.backfill_safe, nothing to audit") }}
-{%- endif %}
-{%- for item in declared %}
-    {%- for needed in [item.unique_id, item.current_state]
-        if needed not in model.depends_on.nodes %}
-        {{ exceptions.raise_compiler_error(
-            "model " ~ this ~ " audits every declared model but does not depend on "
-            ~ needed.split('.')[-1] ~ ": add the line  -- depends_on: {{ ref('"
-            ~ needed.split('.')[-1] ~ "') }}  to " ~ model.original_file_path) }}
-    {%- endfor %}
-{%- endfor %}
-{%- if not execute %}
-select 'placeholder_model' as model_name
-{%- endif %}
-{%- for item in declared %}
-    {%- if not loop.first %}
-union all
-    {%- endif %}
-select * from (
-    {{ unreflected_changes(
-        item.relation, item.current_state_relation, item.unique_key, item.lookback, item.name,
-        item.event_date, horizon_days=horizon_days
-    ) }}
-) as {{ validated_identifier(item.name) }}
-{%- endfor %}
-{%- endmacro %}

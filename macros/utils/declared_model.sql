@@ -2,7 +2,7 @@
     `unique_key`, and under config.meta.backfill_safe
       event_date:    the column of its event date (its partition column): the dates a
                      restatement rewrites, the grain of its reconciliation
-      lookback:      the domain of var lookback_days its window is measured with
+      lookback:      its window in whole days, or a domain of var lookback_days (shared)
       current_state: the model that holds every key's row as it should be now, with no
                      incremental logic (every column of this model plus `is_deleted`)
       measures:      (optional) the columns whose daily sums reconcile it, e.g. [net_amount]
@@ -24,9 +24,23 @@
         {{ exceptions.raise_compiler_error(where ~ ": unknown key '" ~ key ~ "' (keys: "
             ~ known | join(', ') ~ ")") }}
     {% endfor %}
-    {% for key in ['event_date', 'lookback', 'current_state'] if not block.get(key) %}
+    {% for key in ['event_date', 'lookback', 'current_state']
+        if block.get(key) is none or block.get(key) == '' %}
         {{ exceptions.raise_compiler_error(where ~ ": '" ~ key ~ "' is missing") }}
     {% endfor %}
+    {% set domains = var('lookback_days', {}) %}
+    {% if block.lookback is integer %}
+        {% if block.lookback < 0 %}
+            {{ exceptions.raise_compiler_error(where ~ ": lookback: a whole number of days >= 0 "
+                ~ "or a domain of var 'lookback_days'; got " ~ block.lookback) }}
+        {% endif %}
+    {% elif block.lookback is not string or domains is not mapping
+        or block.lookback not in domains %}
+        {{ exceptions.raise_compiler_error(where ~ ": lookback domain '" ~ block.lookback
+            ~ "' is not in var 'lookback_days' (domains: " ~ ((domains.keys() | list | sort
+            | join(', ')) if domains is mapping else 'none') ~ "); name one, or declare the "
+            ~ "model's own window in whole days (lookback: 3)") }}
+    {% endif %}
     {% set unique_key = node.config.unique_key %}
     {% if unique_key is not string or not unique_key %}
         {{ exceptions.raise_compiler_error(where ~ ": the model needs one unique_key column in "

@@ -14,8 +14,9 @@
     with Iceberg's SparkSessionCatalog on a Hive metastore, a replace writes the new version to
     the view's Iceberg metadata but leaves the SQL text in the metastore, and Spark reads a view
     through the metastore: every session, new ones too, kept reading the old SQL (apache/iceberg
-    PR 15490). Between the drop and the create the view does not exist: a reader at that moment
-    fails; none reads the old definition after it. -#}
+    PR 15490). The new definition is analysed before the drop (a broken one keeps the old view);
+    between the drop and the create the view does not exist: a reader at that moment fails, none
+    reads the old definition after it. -#}
 {% macro spark__create_view_as(relation, sql) -%}
     {%- set statement -%}
   create view {{ relation }}
@@ -36,7 +37,7 @@
     {%- if view_is_current(relation, fingerprint) -%}
         select '{{ relation }}' as view_unchanged
     {%- else -%}
-        {%- do drop_view_to_replace(relation) -%}
+        {%- do drop_view_to_replace(relation, sql) -%}
         {{ statement }}
   tblproperties ('backfill_safe.view_md5' = '{{ fingerprint }}')
   as
@@ -61,13 +62,14 @@
     {{ return(found is not none and found.group(1) == fingerprint) }}
 {% endmacro %}
 
-{#- Drops `relation` when it is a view, before it is created again (see spark__create_view_as:
-    a `create or replace view` leaves readers on the old SQL). A statement, not run_query:
-    through a Thrift Server PyHive cannot fetch DDL's empty result. -#}
-{% macro drop_view_to_replace(relation) %}
+{#- Drops `relation` (a view) before it is created again from `sql` (see spark__create_view_as:
+    a `create or replace view` leaves readers on the old SQL). `sql` is analysed first (a select
+    that reads no row): a definition that does not compile fails here and the view it would
+    replace is kept. Dropped through the adapter, so dbt's relation cache forgets it too. -#}
+{% macro drop_view_to_replace(relation, sql) %}
     {% if execute %}
-        {% call statement('drop_view_to_replace') %}
-            drop view if exists {{ relation }}
-        {% endcall %}
+        {% do get_columns_in_query(sql) %}
+        {% do adapter.drop_relation(api.Relation.create(database=relation.database,
+            schema=relation.schema, identifier=relation.identifier, type='view')) %}
     {% endif %}
 {% endmacro %}

@@ -74,9 +74,11 @@ def incremental_models() -> list[IncrementalModel]:
     return sorted(models, key=lambda m: (not m.name.startswith("dim_"), m.name))
 
 
-def relation_of(model_name: str) -> str:
-    """schema.table of any model of the project."""
-    for node in _manifest()["nodes"].values():
-        if node["resource_type"] == "model" and node["name"] == model_name:
-            return _relation(node)
-    raise KeyError(f"no model {model_name} in {paths.target_dir() / 'manifest.json'}")
+def unreflected_changes_relation() -> str:
+    """schema.table of the audit view of late changes that the framework keeps at the end of a
+    run (macro unreflected_changes_view; schema: var audit_schema, default audit)."""
+    try:
+        schema = paths.project_var("audit_schema")
+    except KeyError:
+        schema = "audit"
+    return f"{schema}.audit_unreflected_changes"

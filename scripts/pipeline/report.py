@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipeline.engine import Sql
-
+from pipeline import iceberg
 from pipeline.dbt import Dbt, Freshness
-from pipeline.manifest import IncrementalModel, incremental_models, relation_of
+from pipeline.engine import Sql
+from pipeline.manifest import IncrementalModel, incremental_models, unreflected_changes_relation
 
 ALERT_TESTS = ("volume_within_band", "run_delta_within_band", "no_unloaded_changes", "reconcile_daily_totals")
 
@@ -117,9 +117,12 @@ def _alerts(spark: Sql, dbt: Dbt, report: Report) -> list[str]:
     for node in dbt.invoke("test", "--select", *selection, check=False):
         if node.resource_type == "test" and node.status != "pass":
             alerts.append(f"data test {node.name}: {node.status} ({node.failures} rows)")
-    late = _rows(spark, f"select model_name, count(*) as keys, collect_set(cast(restate_date as string)) as dates"
-                        f" from {relation_of('audit_unreflected_changes')} group by model_name")
-    alerts += [f"{r['model_name']}: {r['keys']} keys late beyond their window on {', '.join(sorted(r['dates']))}: "
+    late = _rows(spark, f"select model_name, bool_or(problem = 'not built') as not_built, count(*) as keys,"
+                        f" collect_set(cast(restate_date as string)) as dates"
+                        f" from {iceberg.refreshed(spark, unreflected_changes_relation())} group by model_name")
+    alerts += [f"{r['model_name']}: declared but not built: its late changes cannot be audited until it is"
+               if r["not_built"] else
+               f"{r['model_name']}: {r['keys']} keys late beyond their window on {', '.join(sorted(r['dates']))}: "
                "`pipeline restate`" for r in late]
     backfills = [b for b in report.backfills if b["status"] in ("failed", "gate_failed", "publish_refused")]
     alerts += [f"backfill {b['run_id']}: {b['status']}: {b['message']}" for b in backfills]

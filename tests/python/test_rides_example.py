@@ -23,7 +23,7 @@ def naive(text: str):
 @pytest.fixture(scope="module")
 def built_once(spark, dbt, tmp_path_factory) -> tuple[Warehouse, dict[str, str]]:
     """Trips 1 (2025-01-02) and 2 (2025-01-10 10:00) of driver 7, trip 3 (2025-01-09 12:00) of
-    driver 8. After the build fct_trip's watermark is 2025-01-10 10:00; with the rides lookback
+    driver 8. After the build fct_trip's watermark is 2025-01-10 10:00; with its 2-day lookback
     (2 days) its window starts 2025-01-08 10:00."""
     warehouse = Warehouse.empty(spark, dbt, tmp_path_factory.mktemp("rides"))
     warehouse.land(

@@ -165,11 +165,48 @@ def test_a_lookback_domain_the_var_does_not_name_is_an_error_not_a_default(base:
     from pipeline.dbt import DbtError
 
     with pytest.raises(DbtError) as raised:
-        base.dbt.invoke("compile", "--select", "audit_unreflected_changes",
+        base.dbt.invoke("compile", "--select", "fct_orders",
                         "--vars", "{lookback_days: {sale: 3, customers: 3, products: 3}}")
     message = str(raised.value)
     assert "lookback domain 'sales' is not in var 'lookback_days' (domains: customers, products, sale)" in message
-    assert "audit_unreflected_changes" in message
+    assert "fct_orders" in message
+
+
+def test_a_declared_model_without_its_table_or_missing_from_the_audit_is_named_and_restate_refuses_it(
+        base: Warehouse):
+    from pipeline.backfill.runner import BackfillRefused
+
+    def audit() -> list[tuple[str, str]]:
+        base.spark.sql("refresh table audit.audit_unreflected_changes")  # replaced by dbt since read
+        return sorted((r.model_name, r.problem) for r in base.rows("select * from audit.audit_unreflected_changes"))
+
+    def properties() -> dict[str, str]:
+        return {r.key: r.value for r in base.rows("show tblproperties audit.audit_unreflected_changes")}
+
+    backfill = Backfill(base.dbt, base.spark, Console(file=io.StringIO(), width=200))
+    assert audit() == [] and backfill.restate_plan(None, 7) is None
+    # the view was written before a new declared model existed: it lists the models it covers,
+    # and restate refuses a declared model it does not cover instead of finding nothing
+    base.spark.sql("alter view audit.audit_unreflected_changes"
+                   " set tblproperties ('backfill_safe.audited_models' = 'fct_order_item,fct_orders')")
+    with pytest.raises(BackfillRefused, match=r"does not cover fct_trip yet \(it covers: fct_order_item, fct_orders\)"):
+        backfill.restate_plan(None, 7)
+    assert backfill.restate_plan("fct_orders", 7) is None
+    # a declared model whose table is gone (or not built yet): the next run of a declared model
+    # rewrites the view over every declared model, and the missing one is a row, not left out
+    base.spark.sql("alter table marts.fct_trip rename to marts.fct_trip_away")
+    try:
+        base.dbt_run("--select", "int_orders__current_state")
+        assert audit() == [("fct_trip", "not built")]
+        assert properties()["backfill_safe.audited_models"] == "fct_order_item,fct_orders,fct_trip"
+        with pytest.raises(BackfillRefused, match=r"fct_trip: declared but not built \(missing: marts.fct_trip\).*"
+                                                  r"dbt build --select \+fct_trip"):
+            backfill.restate_plan(None, 7)
+        assert backfill.restate_plan("fct_orders", 7) is None
+    finally:
+        base.spark.sql("alter table marts.fct_trip_away rename to marts.fct_trip")
+    base.dbt_run("--select", "int_trips__current_state")
+    assert audit() == []
 
 
 DECLARATION = {"event_date": "order_date", "lookback": "sales", "current_state": "int_orders__current_state"}
@@ -177,6 +214,10 @@ SCOPE = {"key": "order_id", "event_time": "shop.orders.ordered_at", "changes": [
 BROKEN_DECLARATIONS = {
     "no lookback": ({k: v for k, v in DECLARATION.items() if k != "lookback"}, "'lookback' is missing"),
     "unknown key": ({**DECLARATION, "lookback_days": 3}, "unknown key 'lookback_days'"),
+    "lookback domain the var does not name": ({**DECLARATION, "lookback": "sale"},
+                                              "lookback domain 'sale' is not in var 'lookback_days' (domains: "),
+    "lookback of negative days": ({**DECLARATION, "lookback": -2},
+                                  "lookback: a whole number of days >= 0 or a domain of var 'lookback_days'; got -2"),
     "no such current state": ({**DECLARATION, "current_state": "int_order__current_state"},
                               "current_state 'int_order__current_state' is no model of the project"),
     "undocumented event date": ({**DECLARATION, "event_date": "ordered_date"},

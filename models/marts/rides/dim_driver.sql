@@ -8,7 +8,7 @@
 -- A run rebuilds every version of each driver that has a version changed after the lower
 -- bound, so a late version both appears and closes the interval of the version before it.
 -- Plus the unknown member (driver_id -1), for trips whose driver has not arrived yet.
-{%- set scope = incremental_scope('rides') %}
+{%- set scope = incremental_scope(2) %}  {#- its own lookback: 2 days, as fct_trip's #}
 
 with
 

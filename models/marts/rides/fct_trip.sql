@@ -1,4 +1,5 @@
 {%- set awaiting = 'driver_key = ' ~ unknown_member_key() %}
+{%- set lookback_days = 2 %}
 {{
     config(
         unique_key='trip_id',
@@ -6,7 +7,7 @@
         meta={
             'backfill_safe': {
                 'event_date': 'trip_date',
-                'lookback': 'rides',
+                'lookback': lookback_days,
                 'current_state': 'int_trips__current_state',
                 'measures': ['fare_amount', 'commission_amount'],
                 'scope': {
@@ -26,9 +27,9 @@
 
 -- One row per current, non-voided trip, with the commission of the driver version in effect
 -- when it started. A run's scope is every trip whose current state changed after the lower
--- bound (the stored watermark minus the rides lookback): a changed trip, or a driver version
+-- bound (the stored watermark minus the 2-day lookback): a changed trip, or a driver version
 -- now in effect for it; and every trip still pointing to an unknown driver, until it arrives.
-{%- set scope = incremental_scope('rides', 'trip_date', 'trip_id', awaiting=awaiting) %}
+{%- set scope = incremental_scope(lookback_days, 'trip_date', 'trip_id', awaiting=awaiting) %}
 {%- set scoped_trips = cache_scope_keys() %}
 
 with

@@ -34,7 +34,7 @@ from pipeline.backfill import plan as planning
 from pipeline.backfill.control import Control, Run
 from pipeline.dbt import Dbt
 from pipeline.engine import Sql
-from pipeline.manifest import IncrementalModel, incremental_models, relation_of
+from pipeline.manifest import IncrementalModel, incremental_models, unreflected_changes_relation
 
 
 class _Heartbeat:
@@ -136,7 +136,7 @@ class Backfill:
         downstream of those; None when nothing is unreflected."""
         selectors = planning.parse_selectors(select)
         self.dbt.invoke("parse")
-        audit = relation_of("audit_unreflected_changes")
+        audit = unreflected_changes_relation()
         if not iceberg.table_exists(self.spark, audit):
             raise BackfillRefused(f"{audit} does not exist yet: build the project first (dbt build)")
         wanted = {s.strip("+") for s in selectors}
@@ -146,8 +146,28 @@ class Backfill:
                 f"--select {undeclared[0]!r} declares no config.meta.backfill_safe (event_date, lookback, "
                 "current_state): the audit cannot see its late changes, so restate cannot handle it; backfill it "
                 "by dates (pipeline backfill --start --end --select) or declare it")
-        rows = self.spark.sql(f"select distinct model_name, restate_date, loaded_event_date from {audit}").collect()
+        # the view may have been replaced (a new declared model, one not built) since this session
+        # last read it: without a refresh the session keeps the definition it read first
+        iceberg.refreshed(self.spark, audit)
+        properties = {r.key: r.value for r in self.spark.sql(f"show tblproperties {audit}").collect()}
+        covered = set((properties.get("backfill_safe.audited_models") or "").split(","))
+        declared = sorted(m.name for m in incremental_models() if m.declared and (not wanted or m.name in wanted))
+        uncovered = [name for name in declared if name not in covered]
+        if uncovered:
+            raise BackfillRefused(
+                f"{audit} does not cover {', '.join(uncovered)} yet (it covers:"
+                f" {', '.join(sorted(covered - {''})) or 'no model'}): the view is refreshed at the end of a run"
+                f" of a declared model; run it first"
+                f" (dbt run --select {' '.join(uncovered)})")
+        rows = self.spark.sql(f"select distinct model_name, problem, differing_columns, restate_date,"
+                              f" loaded_event_date from {audit}").collect()
         rows = [r for r in rows if not wanted or r.model_name in wanted]
+        unbuilt = sorted({(r.model_name, r.differing_columns) for r in rows if r.problem == "not built"})
+        if unbuilt:
+            raise BackfillRefused(
+                f"{'; '.join(f'{name}: declared but not built ({why})' for name, why in unbuilt)}, so its late"
+                f" changes cannot be audited: build it and what it reads first"
+                f" (dbt build --select {' '.join('+' + name for name, _ in unbuilt)})")
         if not rows:
             return None
         dates = sorted({d for r in rows for d in (r.restate_date, r.loaded_event_date) if d is not None})
@@ -167,7 +187,7 @@ class Backfill:
         how many of each problem ('missing', 'not deleted', 'stale'), the columns that differ, the
         dates, and a sample of keys. Call after restate_plan (which parses and checks the view)."""
         wanted = {s.strip("+") for s in planning.parse_selectors(select)}
-        audit = relation_of("audit_unreflected_changes")
+        audit = iceberg.refreshed(self.spark, unreflected_changes_relation())
         rows = self.spark.sql(
             f"select model_name, problem, coalesce(differing_columns, '') as differing_columns,"
             f" count(*) as keys, min(restate_date) as first_date, max(restate_date) as last_date,"
