@@ -132,6 +132,34 @@ _ITEM_COLUMNS = "order_id, order_item_id, product_id, quantity, unit_price, disc
 _ORDER_COLUMNS = "order_id, customer_id, channel, status, ordered_at, updated_at, is_deleted"
 
 
+def _corrections(s: Scale, u, jitter: str) -> tuple[str, str]:
+    """SQL over an event's `day_index` (and `j`, its j-th correction): how many days after the
+    event a correction lands (recent: 1..RECENT_DAYS; with probability old_share and room for
+    it, later) and how many corrections an event gets (about correction_rate per day it exists
+    in the history). `u(salt)` is a uniform number per event and j; `jitter` one per event."""
+    span = f"({HISTORY_DAYS - 1} - day_index)"
+    age = (f"case when {u('old')} < {s.old_share} and {span} > {RECENT_DAYS}"
+           f" then {RECENT_DAYS + 1} + cast(floor({u('age')} * ({span} - {RECENT_DAYS})) as int)"
+           f" else 1 + cast(floor({u('age')} * least({RECENT_DAYS}, {span})) as int) end")
+    return age, f"cast(floor({s.correction_rate} * {span} + {jitter}) as int)"
+
+
+def _member_versions_sql(s: Scale, key: str, count: int, versions_salt: str) -> str:
+    """SQL of `count` members (`key` 1..count) of an effective-dated dimension, with their
+    versions: `j` 0 a month before the history, then 0-3 changes spread over the year; columns
+    key, j, updated_at (distinct per member and version)."""
+    u = lambda salt: _u(s.seed, salt, key, "j")  # noqa: E731
+    return f"""
+            select {key}, j,
+                   case when j = 0 then timestamp'2024-12-01 00:00:00' + make_dt_interval(0, 0, 0, {key})
+                        else {_micros(f'floor({HISTORY_DAYS} * (j - 1 + {u("day")}) / versions)', u('time'))}
+                             + make_dt_interval(0, 0, 0, j) end as updated_at
+            from (
+                select id + 1 as {key}, cast(floor({_u(s.seed, versions_salt, 'id + 1')} * 4) as int) as versions
+                from range({count})
+            ) lateral view explode(sequence(0, versions)) as j"""
+
+
 def generate_history(spark: SparkSession, s: Scale) -> dict:
     """Append the history to the raw tables (one commit per table); return row counts."""
     from pipeline import contract
@@ -147,11 +175,7 @@ def generate_history(spark: SparkSession, s: Scale) -> dict:
     # per line, each recent (1..RECENT_DAYS days after the order) or, with probability old_share,
     # old (any later day); distinct update times per line (+ j microseconds)
     u = lambda salt: _u(s.seed, salt, "order_id", "order_item_id", "j")  # noqa: E731
-    span = f"({HISTORY_DAYS - 1} - day_index)"
-    age = (f"case when {u('old')} < {s.old_share} and {span} > {RECENT_DAYS}"
-           f" then {RECENT_DAYS + 1} + cast(floor({u('age')} * ({span} - {RECENT_DAYS})) as int)"
-           f" else 1 + cast(floor({u('age')} * least({RECENT_DAYS}, {span})) as int) end")
-    corrections = f"cast(floor({s.correction_rate} * {span} + {_u(s.seed, 'corrections', 'order_id', 'order_item_id')}) as int)"
+    age, corrections = _corrections(s, u, _u(s.seed, "corrections", "order_id", "order_item_id"))
     spark.sql(f"""
         select order_id, order_item_id, product_id, quantity + j as quantity, unit_price, discount_amount,
                {_micros('day_index + ' + age, u('time'))} + make_dt_interval(0, 0, 0, j / 1000000) as updated_at,
@@ -173,16 +197,7 @@ def generate_history(spark: SparkSession, s: Scale) -> dict:
                element_at({categories}, 1 + cast(pmod(xxhash64({s.seed}, 'category', product_id), 6) as int)),
                cast({list_price} * 0.6 * (case when j = 0 then 1 else 0.9 + 0.2 * {pu('cost')} end) as decimal(12, 2)),
                updated_at, false, {_LANDED}, {_file('products')}
-        from (
-            select product_id, j,
-                   case when j = 0 then timestamp'2024-12-01 00:00:00' + make_dt_interval(0, 0, 0, product_id)
-                        else {_micros(f'floor({HISTORY_DAYS} * (j - 1 + {pu("day")}) / versions)', pu('time'))}
-                             + make_dt_interval(0, 0, 0, j) end as updated_at
-            from (
-                select id + 1 as product_id, cast(floor({_u(s.seed, 'versions', 'id + 1')} * 4) as int) as versions
-                from range({PRODUCTS})
-            ) lateral view explode(sequence(0, versions)) as j
-        )""")
+        from ({_member_versions_sql(s, "product_id", PRODUCTS, "versions")})""")
     # customers: all there before the first order; 1% change segment once during the year
     cu = lambda salt: _u(s.seed, salt, "customer_id")  # noqa: E731
     segment = f"1 + pmod(cast(floor({cu('segment')} * 3) as int) + version, 3)"
@@ -278,3 +293,127 @@ def land_next_day(spark: SparkSession, s: Scale, folder: Path) -> dict:
     return {"landed": {f.relation.split(".")[-1]: f.rows for f in landed}, "order_dates_touched": touched.dates,
             "order_dates_touched_before_lookback": touched.dates_old, "lines_touched": touched.lines,
             "lines_touched_before_lookback": touched.lines_old}
+
+
+# == the second example domain: rides ============================================================
+# Trips (each its own event, `picked_up_at`) over the same year, with the shop's shape of change:
+# corrected fares at about `correction_rate` of the existing trips per day, most within a week of
+# the trip, a share `old_share` later; drivers (one per TRIPS_PER_DRIVER trips, at least 50)
+# with a first version before the history and 0-3 commission changes during it (type 2: a
+# version is in effect from its update time). `Scale.items` is the number of trips; the next
+# day lands `day_new_items` new trips and `day_corrections` corrected ones (a share `old_share`
+# older than a week): the same absolute change at every scale.
+TRIPS_PER_DRIVER = 2000
+CITIES = "array('Berlin', 'Hamburg', 'Munich', 'Cologne', 'Frankfurt', 'Leipzig')"
+_TRIP_COLUMNS = "trip_id, driver_id, city, picked_up_at, distance_km, fare_amount, updated_at, is_deleted"
+_DRIVER_COLUMNS = "driver_id, driver_name, vehicle_class, commission_rate, updated_at, is_deleted"
+
+
+def _drivers(s: Scale) -> int:
+    return max(50, s.items // TRIPS_PER_DRIVER)
+
+
+def _trips_sql(s: Scale, first_id: int, count: int, day: str, salt: str = "") -> str:
+    """The first version of trips `first_id`.. (`count` of them) on day index `day` (SQL over `id`)."""
+    u = lambda name: _u(s.seed, salt + name, "id")  # noqa: E731
+    distance = f"cast(1 + 29 * {u('distance')} * {u('distance')} as decimal(8, 2))"
+    return f"""
+        select trip_id, driver_id, city, picked_up_at, distance_km,
+               cast(2.5 + distance_km * 1.2 * (0.9 + 0.2 * {_u(s.seed, salt + 'fare', 'trip_id')})
+                    as decimal(12, 2)) as fare_amount,
+               picked_up_at as updated_at, false as is_deleted, day_index
+        from (
+            select {first_id} + id as trip_id,
+                   1 + cast(floor({_drivers(s)} * {u('driver')} * {u('driver')}) as bigint) as driver_id,
+                   element_at({CITIES}, 1 + cast(floor({u('city')} * 6) as int)) as city,
+                   {_micros(day, u('time'))} as picked_up_at, {distance} as distance_km, {day} as day_index
+            from range({count})
+        )"""
+
+
+def generate_rides_history(spark: SparkSession, s: Scale) -> dict:
+    """Append the rides history to raw.trips and raw.drivers (one commit per table); return row
+    counts of every raw table."""
+    from pipeline import contract
+    from pipeline.land import ensure_raw_tables
+
+    ensure_raw_tables(spark, contract.load())
+    day = f"least({HISTORY_DAYS - 1}, cast(floor({HISTORY_DAYS} * pow({_u(s.seed, 'trip_day', 'id')}, 0.75)) as int))"
+    spark.sql(_trips_sql(s, 1000, s.items, day)).createOrReplaceTempView("bench_trips")
+    u = lambda salt: _u(s.seed, salt, "trip_id", "j")  # noqa: E731
+    age, corrections = _corrections(s, u, _u(s.seed, "trip_corrections", "trip_id"))
+    spark.sql(f"""
+        insert into raw.trips
+        select {_TRIP_COLUMNS}, {_LANDED}, {_file('trips')}
+        from (
+            select {_TRIP_COLUMNS} from bench_trips
+            union all
+            select trip_id, driver_id, city, picked_up_at, distance_km,
+                   cast(fare_amount + 0.5 * j as decimal(12, 2)) as fare_amount,
+                   {_micros('day_index + ' + age, u('time'))} + make_dt_interval(0, 0, 0, j / 1000000) as updated_at,
+                   is_deleted
+            from (select *, {corrections} as corrections from bench_trips) as trips
+            lateral view explode(sequence(1, greatest(1, corrections))) as j
+            where corrections > 0
+        )""")
+    du = lambda salt: _u(s.seed, salt, "driver_id", "j")  # noqa: E731
+    spark.sql(f"""
+        insert into raw.drivers
+        select driver_id, concat('Driver ', driver_id),
+               element_at(array('standard', 'comfort', 'van'),
+                          1 + cast(pmod(xxhash64({s.seed}, 'class', driver_id), 3) as int)),
+               cast(0.15 + 0.1 * {du('rate')} as decimal(5, 4)),
+               updated_at, false, {_LANDED}, {_file('drivers')}
+        from ({_member_versions_sql(s, "driver_id", _drivers(s), "driver_versions")})""")
+    return rides_raw_counts(spark)
+
+
+def rides_raw_counts(spark: SparkSession) -> dict[str, int]:
+    return {t: int(spark.sql(f"select count(*) from raw.{t}").collect()[0][0]) for t in ("trips", "drivers")}
+
+
+def land_next_rides_day(spark: SparkSession, s: Scale, folder: Path) -> dict:
+    """The next day of rides: `day_new_items` new trips on it, and `day_corrections` trips
+    corrected (fare + 1.00; a share `old_share` of them picked up more than RECENT_DAYS days
+    before), written as one Parquet file and landed with `pipeline.land`; return what was landed
+    and the trip dates the day touches (the dates the daily run must change, no more)."""
+    from pipeline.land import land
+
+    new = _trips_sql(s, 1000 + s.items, s.day_new_items, str(HISTORY_DAYS), salt="next_")
+    old = round(s.day_corrections * s.old_share)
+    recent = s.day_corrections - old
+    pick = f"xxhash64({s.seed}, 'pick', trip_id)"
+    spark.sql(f"""
+        select version.*, datediff(cast(version.picked_up_at as date), date'{START}') as day_index
+        from (select max_by(struct({_TRIP_COLUMNS}), updated_at) as version from raw.trips group by trip_id)
+        """).createOrReplaceTempView("bench_current_trips")
+    stamped = _micros(str(HISTORY_DAYS), _u(s.seed, "next_trip_correction", "trip_id"))
+    spark.sql(f"""
+        select trip_id, driver_id, city, picked_up_at, distance_km,
+               cast(fare_amount + 1 as decimal(12, 2)) as fare_amount, {stamped} as updated_at, is_deleted
+        from (
+            (select * from bench_current_trips where day_index >= {HISTORY_DAYS - RECENT_DAYS}
+             order by {pick} limit {recent})
+            union all
+            (select * from bench_current_trips where day_index < {HISTORY_DAYS - RECENT_DAYS}
+             order by {pick} limit {old})
+        )
+        union all
+        select {_TRIP_COLUMNS} from ({new})""").createOrReplaceTempView("bench_next_trips")
+    folder.mkdir(parents=True, exist_ok=True)
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+    out = folder / "trips.parquet.d"
+    spark.sql(f"select {_TRIP_COLUMNS} from bench_next_trips").coalesce(1).write.mode("overwrite").parquet(str(out))
+    [part] = sorted(out.glob("part-*.parquet"))
+    file = part.rename(folder / "trips.parquet")
+    shutil.rmtree(out)
+    lookback_start = NEXT_DAY - timedelta(days=2)  # fct_trip's own lookback
+    touched = spark.sql(f"""
+        select count(distinct trip_date) as dates,
+               count(distinct case when trip_date < date'{lookback_start}' then trip_date end) as dates_old,
+               count(*) as trips, count_if(trip_date < date'{lookback_start}') as trips_old
+        from (select distinct trip_id, cast(picked_up_at as date) as trip_date from parquet.`{file}`)""").collect()[0]
+    landed = land(spark, [file])
+    return {"landed": {f.relation.split(".")[-1]: f.rows for f in landed}, "event_dates_touched": touched.dates,
+            "event_dates_touched_before_lookback": touched.dates_old, "events_touched": touched.trips,
+            "events_touched_before_lookback": touched.trips_old}

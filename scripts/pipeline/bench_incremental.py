@@ -51,7 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -69,6 +69,29 @@ BACKFILL_DAYS = 30
 LOOKBACK_DAYS = 3  # the microbatch baseline's lookback, as the product's sales lookback
 
 
+@dataclass(frozen=True)
+class BenchDomain:
+    """An example domain the benchmark measures: its facts (name -> unique key), the tables its
+    runs write, what its runs select (empty: the whole graph), the measure a reader sums."""
+    name: str
+    facts: dict[str, str]
+    marts: tuple[str, ...]
+    select: tuple[str, ...]
+    measure: str
+
+    def select_args(self) -> list[str]:
+        return ["--select", *self.select] if self.select else []
+
+
+DOMAINS = {
+    # the shop: the whole graph, its two facts, the backfill and the baselines
+    "shop": BenchDomain("shop", FACTS, tuple(MART_TABLES), (), "net_amount"),
+    # rides (the second example): fct_trip and what it reads; no backfill or baselines
+    "rides": BenchDomain("rides", {"fct_trip": "trip_id"}, ("marts.fct_trip", "marts.dim_driver"), ("+fct_trip",),
+                         "fare_amount"),
+}
+
+
 # == child phases ================================================================================
 class _Phase:
     """A child process's session: Spark with its event log, dbt, the measured windows."""
@@ -79,6 +102,7 @@ class _Phase:
         from pipeline.spark import get_spark
 
         self.args = args
+        self.domain = DOMAINS[args.domain]
         self.spark = get_spark()
         self.jvm_pid = int(self.spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
         self.dbt = Dbt(quiet=True)
@@ -132,7 +156,7 @@ class _Phase:
         for fact, table in tables.items():
             view = f"truth_{fact}"
             self.spark.read.parquet(str(truth / fact)).createOrReplaceTempView(view)
-            comparison = diff(self.spark, fact, table, view, FACTS[fact])
+            comparison = diff(self.spark, fact, table, view, self.domain.facts[fact])
             found[fact] = {"identical": comparison.identical, "modified": comparison.modified,
                            "missing": comparison.missing, "extra": comparison.extra,
                            "differing": comparison.modified + comparison.missing + comparison.extra,
@@ -159,6 +183,8 @@ def _setup(args: argparse.Namespace) -> dict:
     spark = get_spark()
     dbt = Dbt(quiet=True)
     timings = {}
+    if args.domain != "shop":
+        return _setup_rides(args, scale, spark, dbt)
     started = time.perf_counter()
     raw = bench_data.generate_history(spark, scale)
     timings["generate_s"] = time.perf_counter() - started
@@ -175,32 +201,56 @@ def _setup(args: argparse.Namespace) -> dict:
     started = time.perf_counter()
     day = bench_data.land_next_day(spark, scale, paths.state_dir() / "landing" / NEXT_DAY.isoformat())
     timings["land_next_day_s"] = time.perf_counter() - started
-    facts = {}
-    for fact in FACTS:
+    return _setup_figures(spark, scale, FACTS, raw, day, timings)
+
+
+def _setup_rides(args: argparse.Namespace, scale: Scale, spark, dbt) -> dict:
+    """The rides example's setup: its history, a build of fct_trip and what it reads, its next day."""
+    from pipeline import bench_data
+
+    domain, timings = DOMAINS[args.domain], {}
+    started = time.perf_counter()
+    raw = bench_data.generate_rides_history(spark, scale)
+    timings["generate_s"] = time.perf_counter() - started
+    started = time.perf_counter()
+    dbt.invoke("seed")
+    dbt.invoke("run", *domain.select_args())
+    timings["initial_build_s"] = time.perf_counter() - started
+    started = time.perf_counter()
+    day = bench_data.land_next_rides_day(spark, scale, paths.state_dir() / "landing" / NEXT_DAY.isoformat())
+    timings["land_next_day_s"] = time.perf_counter() - started
+    return _setup_figures(spark, scale, domain.facts, raw, day, timings)
+
+
+def _setup_figures(spark, scale: Scale, facts: dict[str, str], raw: dict, day: dict, timings: dict) -> dict:
+    """What a setup left: its facts' rows, files and partitions, the raw tables' files."""
+    figures = {}
+    for fact in facts:
         row = spark.sql(f"select count(*) as n from marts.{fact}").collect()[0]
         files = spark.sql(f"select count(*) as files, avg(file_size_in_bytes) as avg_bytes, "
                           f"count(distinct partition) as partitions from marts.{fact}.files").collect()[0]
-        facts[fact] = {"rows": row.n, "files": files.files, "avg_file_kb": round((files.avg_bytes or 0) / 1024, 1),
-                       "partitions": files.partitions}
+        figures[fact] = {"rows": row.n, "files": files.files, "avg_file_kb": round((files.avg_bytes or 0) / 1024, 1),
+                         "partitions": files.partitions}
     raw_files = {t: spark.sql(f"select count(*) from raw.{t}.files").collect()[0][0] for t in raw}
-    return {"scale": scale.as_dict(), "raw_rows": raw, "raw_files": raw_files, "facts": facts,
+    return {"scale": scale.as_dict(), "raw_rows": raw, "raw_files": raw_files, "facts": figures,
             "next_day": day, "timings": timings}
 
 
 def _full(args: argparse.Namespace) -> dict:
     phase = _Phase(args)
     phase.dbt.invoke("parse")
-    phase.measure("full", lambda: phase.dbt.invoke("run", "--full-refresh"), MART_TABLES)
+    domain = phase.domain
+    phase.measure("full", lambda: phase.dbt.invoke("run", "--full-refresh", *domain.select_args()), list(domain.marts))
     truth = Path(args.truth)
     if not args.no_truth:
-        for fact in FACTS:
+        for fact in domain.facts:
             phase.spark.table(f"marts.{fact}").write.mode("overwrite").parquet(str(truth / fact))
     return phase.finish()
 
 
-def _alter_merge_mode(spark, mode: str) -> None:
-    """Every mart's merge mode (dbt_project.yml sets it when a table is created)."""
-    for table in MART_TABLES:
+def _alter_merge_mode(spark, mode: str, tables: tuple[str, ...]) -> None:
+    """The marts' merge mode (dbt_project.yml sets it when a table is created)."""
+    for table in tables:
         spark.sql(f"alter table {table} set tblproperties ('write.merge.mode' = '{mode}', "
                   f"'write.update.mode' = '{mode}', 'write.delete.mode' = '{mode}')")
 
@@ -214,14 +264,16 @@ def _daily(args: argparse.Namespace) -> dict:
     phase = _Phase(args)
     spark = phase.spark
     if args.merge_mode:
-        _alter_merge_mode(spark, args.merge_mode)
+        _alter_merge_mode(spark, args.merge_mode, phase.domain.marts)
     phase.dbt.invoke("parse")
-    phase.measure("daily", lambda: phase.dbt.invoke("run"), MART_TABLES)
+    domain = phase.domain
+    phase.measure("daily", lambda: phase.dbt.invoke("run", *domain.select_args()), list(domain.marts))
     if not args.no_equality:
-        phase.equal_to_full_refresh("daily", {f: f"marts.{f}" for f in FACTS})
+        phase.equal_to_full_refresh("daily", {f: f"marts.{f}" for f in domain.facts})
     # what the next reader pays (merge-on-read leaves delete files to apply)
+    first_fact = next(iter(domain.facts))
     phase.measure("read_after_daily", lambda: spark.sql(
-        "select count(*), sum(net_amount) from marts.fct_order_item").collect(), [])
+        f"select count(*), sum({domain.measure}) from marts.{first_fact}").collect(), [])
     if args.no_backfill:
         return phase.finish()
     start, end = NEXT_DAY - timedelta(days=args.backfill_days), NEXT_DAY
@@ -286,7 +338,7 @@ def _restore(pristine: Path, work: Path) -> None:
 
 
 def _child(phase: str, base: Path, scale: Scale, name: str | None = None, env: dict | None = None,
-           extra: list[str] | None = None) -> dict:
+           extra: list[str] | None = None, domain: str = "shop") -> dict:
     """Run one phase in a new process on the warehouse `base/work`; return its JSON result."""
     name = name or phase
     work, events = base / "work", base / "events" / name
@@ -305,7 +357,7 @@ def _child(phase: str, base: Path, scale: Scale, name: str | None = None, env: d
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "pipeline.bench_incremental", "--phase", phase, "--result", str(out),
                     "--scale-json", json.dumps(scale.as_dict()), "--events", str(events),
-                    "--truth", str(base / "truth"), *(extra or [])], check=True, env=environment)
+                    "--truth", str(base / "truth"), "--domain", domain, *(extra or [])], check=True, env=environment)
     result = json.loads(out.read_text())
     result["_process_s"] = time.perf_counter() - started
     return result
@@ -343,12 +395,12 @@ PHASES = ("full", "daily", "baselines")
 
 def run_scale(scale: Scale, root: Path, tune: bool, backfill_days: int = BACKFILL_DAYS,
               phases_to_run: tuple[str, ...] = PHASES, reuse: bool = False, merge_mode: str | None = None,
-              daily_repeats: int = 1) -> dict:
+              daily_repeats: int = 1, domain: str = "shop") -> dict:
     """Set a scale up (or, with `reuse`, take the warehouse an earlier run kept under `root`) and
     run its phases, each from the same warehouse. `merge_mode` alters the marts' merge mode
     before the daily run (a kept warehouse keeps the table properties it was built with);
     `daily_repeats` runs the daily phase that many times in all (phases `daily#2`, ...)."""
-    base = root / f"scale_{scale.items}"
+    base = root / (f"scale_{scale.items}" if domain == "shop" else f"{domain}_scale_{scale.items}")
     work, pristine = base / "work", base / "pristine"
     out = base / "setup.json"
     if reuse:
@@ -367,7 +419,7 @@ def run_scale(scale: Scale, root: Path, tune: bool, backfill_days: int = BACKFIL
         environment = os.environ.copy()
         environment.update({"PIPELINE_STATE_DIR": str(work), "DBT_TARGET_PATH": str(work / "target")})
         subprocess.run([sys.executable, "-m", "pipeline.bench_incremental", "--phase", "setup", "--result", str(out),
-                        "--scale-json", json.dumps(scale.as_dict())], check=True, env=environment)
+                        "--scale-json", json.dumps(scale.as_dict()), "--domain", domain], check=True, env=environment)
         setup = json.loads(out.read_text())
         setup["timings"]["process_s"] = time.perf_counter() - started
         _keep(work, pristine)
@@ -387,7 +439,7 @@ def run_scale(scale: Scale, root: Path, tune: bool, backfill_days: int = BACKFIL
     for name, phase, env, extra in runs:
         print(f"[{time.strftime('%H:%M:%S')}] scale {scale.items}: {name}", flush=True)
         _restore(pristine, work)
-        result = _child(phase, base, scale, name, env, extra)
+        result = _child(phase, base, scale, name, env, extra, domain)
         for key, value in result.items():
             if key.startswith("_"):
                 continue
@@ -428,25 +480,29 @@ PHASE_LABELS = {
 SHOWN_PHASES = ["full", "daily", "read_after_daily", "backfill", "maintain", "microbatch", "naive"]
 
 
-def _target_table(phase: str) -> list[str]:
+def _target_table(phase: str, domain: BenchDomain) -> list[str]:
+    facts = [f"marts.{fact}" for fact in domain.facts]
     if phase == "read_after_daily":
-        return ["marts.fct_order_item"]
+        return facts[:1]
     if phase in ("microbatch", "naive"):
         return [BASELINE_TABLES[MICROBATCH if phase == "microbatch" else NAIVE]]
-    return ["marts.fct_order_item", "marts.fct_orders"]
+    return facts
 
 
-def _label(name: str, result: dict) -> str:
+def _label(name: str, result: dict, domain: BenchDomain) -> str:
     label = PHASE_LABELS.get(name, name)
+    if domain.name != "shop":
+        label = label.replace("whole graph", "--select " + " ".join(domain.select)).replace(
+            "fct_order_item", next(iter(domain.facts)))
     if name.endswith("backfill") and result.get("windows"):
         label = (f"backfill, {result['windows']} one-day windows (runner: branches, gate, publish), "
                  f"{result['wall_s'] / result['windows']:.0f} s a window all in")
     return label
 
 
-def _row(scale_label: str, name: str, label: str, result: dict) -> str:
+def _row(scale_label: str, name: str, label: str, result: dict, domain: BenchDomain) -> str:
     spark = result.get("spark", {})
-    targets = _target_table(name.split(":")[-1])
+    targets = _target_table(name.split(":")[-1], domain)
     snapshots = result.get("snapshots", {})
     changed = " / ".join(str(snapshots.get(t, {}).get("changed_partitions", 0)) for t in targets)
     records = " / ".join(f"+{_fmt_count(snapshots.get(t, {}).get('added_records', 0))}"
@@ -492,11 +548,14 @@ def targets(report: dict) -> dict:
                                  "met": growth <= 1.5, "daily_walls": {scales[0]: first, scales[-1]: walls},
                                  "cpu_ratio": daily["spark"]["cpu_s"] / max(smallest["phases"]["daily"]["spark"]["cpu_s"], 1e-9)}
     partitions, equal = {}, {}
+    domain = DOMAINS[report.get("domain", "shop")]
     for scale in scales:
         entry = report["scales"][scale]
-        touched = entry["setup"]["next_day"]["order_dates_touched"]
+        day = entry["setup"]["next_day"]
+        touched = day.get("event_dates_touched", day.get("order_dates_touched"))
         daily = entry["phases"].get("daily", {})
-        changed = {t: daily.get("snapshots", {}).get(f"marts.{t}", {}).get("changed_partitions") for t in FACTS}
+        changed = {t: daily.get("snapshots", {}).get(f"marts.{t}", {}).get("changed_partitions")
+                   for t in domain.facts}
         partitions[scale] = {"order_dates_touched": touched, "changed_partitions": changed,
                              "met": all(c == touched for c in changed.values())}
         equal[scale] = {name: all(e["differing"] == 0 for e in entry["phases"][name].get("equality", {}).values())
@@ -515,8 +574,10 @@ def _median_of(*runs: list[float]) -> str:
 
 def markdown(report: dict) -> str:
     machine = report["machine"]
+    domain = DOMAINS[report.get("domain", "shop")]
     lines = [
-        f"Measured {report['finished_at']} at commit {report['commit']} on {machine['cores']} cores "
+        f"Measured {report['finished_at']} at commit {report['commit']}"
+        f"{'' if domain.name == 'shop' else ', example domain ' + domain.name} on {machine['cores']} cores "
         f"({machine['cpu']}), {machine['memory_gb']} GB; load average at start "
         f"{', '.join(f'{x:.1f}' for x in machine['load_average_at_start'])}. {report.get('note', '')}".strip(),
         "",
@@ -530,15 +591,39 @@ def markdown(report: dict) -> str:
         label = _fmt_count(int(scale))
         for name in SHOWN_PHASES:
             if name in entry["phases"]:
-                lines.append(_row(label, name, _label(name, entry["phases"][name]), entry["phases"][name]))
+                lines.append(_row(label, name, _label(name, entry["phases"][name], domain), entry["phases"][name],
+                                  domain))
     tuning = [(scale, name) for scale in sorted(report["scales"], key=int)
               for name in report["scales"][scale]["phases"] if ":" in name]
     if tuning:
         lines += ["", "Repeats and tuning (same data, each run from the same warehouse):", "",
                   lines[2], lines[3]]
         for scale, name in tuning:
-            lines.append(_row(_fmt_count(int(scale)), name, name, report["scales"][scale]["phases"][name]))
-    lines += ["", "Data per scale:", "",
+            lines.append(_row(_fmt_count(int(scale)), name, name, report["scales"][scale]["phases"][name], domain))
+    if domain.name != "shop":
+        lines += _rides_data(report)
+    else:
+        lines += _shop_data(report)
+    return _with_statements_and_targets(report, lines)
+
+
+def _rides_data(report: dict) -> list[str]:
+    lines = ["", "Data per scale:", "",
+             "| scale | raw versions (trips / drivers) | fct_trip rows | fct_trip files, avg size "
+             "| next day landed (trips) | trip dates touched (before the 2-day lookback) |",
+             "|---|---|---|---|---|---|"]
+    for scale in sorted(report["scales"], key=int):
+        setup = report["scales"][scale]["setup"]
+        raw, fact, day = setup["raw_rows"], setup["facts"]["fct_trip"], setup["next_day"]
+        lines.append(f"| {_fmt_count(int(scale))} | {_fmt_count(raw['trips'])} / {_fmt_count(raw['drivers'])} "
+                     f"| {_fmt_count(fact['rows'])} | {fact['files']}, {fact['avg_file_kb']:.0f} KB "
+                     f"| {day['landed'].get('trips', 0)} "
+                     f"| {day['event_dates_touched']} ({day['event_dates_touched_before_lookback']}) |")
+    return lines
+
+
+def _shop_data(report: dict) -> list[str]:
+    lines = ["", "Data per scale:", "",
               "| scale | raw versions (orders / lines / products / customers) | fact rows (lines / orders) "
               "| fact files, avg size | next day landed (orders / lines) | order dates touched (before the 3-day lookback) |",
               "|---|---|---|---|---|---|"]
@@ -551,6 +636,10 @@ def markdown(report: dict) -> str:
             f"| {facts['fct_order_item']['files']}, {facts['fct_order_item']['avg_file_kb']:.0f} KB "
             f"| {day['landed'].get('orders', 0)} / {day['landed'].get('order_items', 0)} "
             f"| {day['order_dates_touched']} ({day['order_dates_touched_before_lookback']}) |")
+    return lines
+
+
+def _with_statements_and_targets(report: dict, lines: list[str]) -> str:
     largest = max(report["scales"], key=int)
     daily = report["scales"][largest]["phases"].get("daily", {})
     top = daily.get("spark", {}).get("top_statements")
@@ -576,7 +665,7 @@ def markdown(report: dict) -> str:
                      f"{'met' if t['met'] else 'not met'}; CPU time x{t['cpu_ratio']:.2f})")
     for scale, t in found.get("changed_partitions_equal_dates_touched", {}).items():
         lines.append(f"- {_fmt_count(int(scale))}: daily changed partitions {t['changed_partitions']} vs "
-                     f"{t['order_dates_touched']} order dates touched: {'met' if t['met'] else 'not met'}")
+                     f"{t['order_dates_touched']} event dates touched: {'met' if t['met'] else 'not met'}")
     for scale, t in found.get("equal_to_full_refresh", {}).items():
         lines.append(f"- {_fmt_count(int(scale))}: equal to the full refresh: "
                      + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in t.items()))
@@ -620,6 +709,9 @@ def main() -> int:
     parser.add_argument("--daily-repeats", type=int, default=1,
                         help="run the daily phase this many times per scale, each in a new process from the same "
                              "warehouse; the targets take the median (default %(default)s)")
+    parser.add_argument("--domain", choices=sorted(DOMAINS), default="shop",
+                        help="the example domain measured (default %(default)s; rides: --scales are trips, phases "
+                             "full,daily, no backfill)")
     parser.add_argument("--note", default="", help="a line for the report (e.g. the machine's conditions)")
     parser.add_argument("--render", type=Path, metavar="JSON",
                         help="only write --markdown again from a JSON report of an earlier run")
@@ -633,6 +725,7 @@ def main() -> int:
     parser.add_argument("--no-truth", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--no-backfill", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--no-equality", action="store_true", help=argparse.SUPPRESS)
+    # (--domain is passed to the child phases too)
     args = parser.parse_args()
     if args.phase:
         paths.export_environment()
@@ -665,8 +758,11 @@ def main() -> int:
         parser.error(f"--daily-repeats must be between 1 and 10, got {args.daily_repeats}")
     if args.backfill_days < 0 or args.backfill_days > 365:
         parser.error("--backfill-days must be between 0 and 365")
+    if args.domain != "shop" and (args.backfill_days or "baselines" in phases_to_run or args.tune_scale):
+        parser.error(f"--domain {args.domain}: only the full and daily phases (--phases full,daily "
+                     "--backfill-days 0, no --tune-scale): the backfill and the baselines are the shop's")
     root = args.state or Path(tempfile.mkdtemp(prefix="bench_incremental_"))
-    report = {"machine": _machine(), "commit": _git_commit(), "note": args.note, "scales": {},
+    report = {"machine": _machine(), "commit": _git_commit(), "note": args.note, "scales": {}, "domain": args.domain,
               "parameters": {"history_days": 365, "next_day": NEXT_DAY.isoformat(), "backfill_days": args.backfill_days,
                              "shuffle_partitions": os.environ.get("PIPELINE_SHUFFLE_PARTITIONS", "4"),
                              "driver_memory": os.environ.get("PIPELINE_DRIVER_MEMORY", "4g"),
@@ -680,9 +776,10 @@ def main() -> int:
             report["scales"][str(size)] = run_scale(scale, root, tune=size == args.tune_scale,
                                                     backfill_days=args.backfill_days, phases_to_run=phases_to_run,
                                                     reuse=args.reuse, merge_mode=args.marts_merge_mode,
-                                                    daily_repeats=args.daily_repeats)
+                                                    daily_repeats=args.daily_repeats, domain=args.domain)
             if not args.keep_state and not args.reuse:
-                shutil.rmtree(root / f"scale_{size}", ignore_errors=True)
+                shutil.rmtree(root / (f"scale_{size}" if args.domain == "shop" else f"{args.domain}_scale_{size}"),
+                              ignore_errors=True)
             # written after every scale, so a long run leaves its figures behind if stopped
             report["targets"] = targets(report)
             report["finished_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
