@@ -10,7 +10,11 @@
     nothing. A declared model whose table or current state is not built yet is one row with
     problem 'not built' (the missing relations in differing_columns, no dates), not left out: `pipeline restate` refuses it by name, as
     it refuses a declared model the view does not cover yet (table property
-    backfill_safe.audited_models lists the models it covers).
+    backfill_safe.audited_models lists the models it covers). Likewise a declared model whose
+    table and current state cannot be compared (the key, event date or updated_at missing from
+    the table, a column of the table or is_deleted missing from the current state: a schema
+    change half done) is one row 'not auditable' naming the columns, rather than failing the
+    run of every other model at its end.
     Nothing under backfill vars (windows write to branches; the view reads the published
     tables) nor for a dual run's scratch build. -#}
 {% macro unreflected_changes_view(results) %}
@@ -28,18 +32,42 @@
     {% set view = unreflected_changes_relation() %}
     {% set parts = [] %}
     {% for item in declared %}
+        {% set problem = {} %}
         {% set missing = [] %}
         {% for relation in [item.relation, item.current_state_relation] %}
             {% if adapter.get_relation(database=relation.database, schema=relation.schema,
                                        identifier=relation.identifier) is none %}
-                {% do missing.append(relation) %}
+                {% do missing.append(relation ~ '') %}
             {% endif %}
         {% endfor %}
         {% if missing %}
+            {% do problem.update({'not built': 'missing: ' ~ missing | join(', ')}) %}
+        {% else %}
+            {#- the comparison needs the key, event date and updated_at in the table, and every
+                column of the table plus is_deleted in the current state -#}
+            {% set table_columns = adapter.get_columns_in_relation(item.relation)
+                | map(attribute='name') | map('lower') | list %}
+            {% set state_columns = adapter.get_columns_in_relation(item.current_state_relation)
+                | map(attribute='name') | map('lower') | list %}
+            {% set absent = [] %}
+            {% for column in [item.unique_key, item.event_date, 'updated_at']
+                if column | lower not in table_columns %}
+                {% do absent.append(item.relation ~ '.' ~ column) %}
+            {% endfor %}
+            {% for column in table_columns + ['is_deleted'] if column not in state_columns %}
+                {% do absent.append(item.current_state_relation ~ '.' ~ column) %}
+            {% endfor %}
+            {% if absent %}
+                {% do problem.update(
+                    {'not auditable': 'columns missing: ' ~ absent | join(', ')}) %}
+            {% endif %}
+        {% endif %}
+        {% if problem %}
+            {% set name, why = (problem.items() | list)[0] %}
             {% do parts.append(
                 "select '" ~ validated_identifier(item.name) ~ "' as model_name,"
-                ~ " cast(null as string) as unique_key, 'not built' as problem,"
-                ~ " 'missing: " ~ missing | join(', ') ~ "' as differing_columns,"
+                ~ " cast(null as string) as unique_key, '" ~ name ~ "' as problem,"
+                ~ " '" ~ why | replace("'", "") ~ "' as differing_columns,"
                 ~ " cast(null as timestamp) as source_updated_at,"
                 ~ " cast(null as timestamp) as loaded_updated_at,"
                 ~ " cast(null as date) as event_date, cast(null as date) as loaded_event_date,"

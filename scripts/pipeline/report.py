@@ -117,10 +117,11 @@ def _alerts(spark: Sql, dbt: Dbt, report: Report) -> list[str]:
     for node in dbt.invoke("test", "--select", *selection, check=False):
         if node.resource_type == "test" and node.status != "pass":
             alerts.append(f"data test {node.name}: {node.status} ({node.failures} rows)")
-    late = _rows(spark, f"select model_name, bool_or(problem = 'not built') as not_built, count(*) as keys,"
+    late = _rows(spark, f"select model_name, max(case when problem in ('not built', 'not auditable')"
+                        f" then concat(problem, ': ', differing_columns) end) as not_built, count(*) as keys,"
                         f" collect_set(cast(restate_date as string)) as dates"
                         f" from {iceberg.refreshed(spark, unreflected_changes_relation())} group by model_name")
-    alerts += [f"{r['model_name']}: declared but not built: its late changes cannot be audited until it is"
+    alerts += [f"{r['model_name']}: declared but {r['not_built']}: its late changes cannot be audited"
                if r["not_built"] else
                f"{r['model_name']}: {r['keys']} keys late beyond their window on {', '.join(sorted(r['dates']))}: "
                "`pipeline restate`" for r in late]

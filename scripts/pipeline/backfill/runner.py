@@ -162,12 +162,13 @@ class Backfill:
         rows = self.spark.sql(f"select distinct model_name, problem, differing_columns, restate_date,"
                               f" loaded_event_date from {audit}").collect()
         rows = [r for r in rows if not wanted or r.model_name in wanted]
-        unbuilt = sorted({(r.model_name, r.differing_columns) for r in rows if r.problem == "not built"})
-        if unbuilt:
+        unaudited = sorted({(r.model_name, r.problem, r.differing_columns) for r in rows
+                            if r.problem in ("not built", "not auditable")})
+        if unaudited:
             raise BackfillRefused(
-                f"{'; '.join(f'{name}: declared but not built ({why})' for name, why in unbuilt)}, so its late"
-                f" changes cannot be audited: build it and what it reads first"
-                f" (dbt build --select {' '.join('+' + name for name, _ in unbuilt)})")
+                f"{'; '.join(f'{name}: declared but {problem} ({why})' for name, problem, why in unaudited)}, so its"
+                f" late changes cannot be audited: build it and what it reads first"
+                f" (dbt build --select {' '.join('+' + name for name, _, _ in unaudited)})")
         if not rows:
             return None
         dates = sorted({d for r in rows for d in (r.restate_date, r.loaded_event_date) if d is not None})
