@@ -45,8 +45,9 @@
         {% else %}
             {#- the comparison needs the key, event date and updated_at in the table, and every
                 column of the table plus is_deleted in the current state -#}
-            {% set table_columns = adapter.get_columns_in_relation(item.relation)
-                | map(attribute='name') | map('lower') | list %}
+            {% set table_names = adapter.get_columns_in_relation(item.relation)
+                | map(attribute='name') | list %}
+            {% set table_columns = table_names | map('lower') | list %}
             {% set state_columns = adapter.get_columns_in_relation(item.current_state_relation)
                 | map(attribute='name') | map('lower') | list %}
             {% set absent = [] %}
@@ -75,7 +76,8 @@
         {% else %}
             {% do parts.append("select * from (" ~ unreflected_changes(
                 item.relation, item.current_state_relation, item.unique_key, item.lookback,
-                item.name, item.event_date, horizon_days=var('restatement_horizon_days', none)
+                item.name, item.event_date, horizon_days=var('restatement_horizon_days', none),
+                columns=table_names
             ) ~ ") as " ~ validated_identifier(item.name)) %}
         {% endif %}
     {% endfor %}

@@ -19,10 +19,12 @@
     of the watermark.
     Columns: model_name, unique_key (as a string), problem, differing_columns,
     source_updated_at, loaded_updated_at, event_date (current state), loaded_event_date,
-    restate_date. -#}
+    restate_date. `columns`: the table's columns when the caller has read them (else read here). -#}
 {% macro unreflected_changes(model, expected_model, unique_key, domain, model_name,
-                             date_column, horizon_days=none) %}
-{%- if execute %}
+                             date_column, horizon_days=none, columns=none) %}
+{%- if columns is not none %}
+    {#- the caller has read them already (unreflected_changes_view) -#}
+{%- elif execute %}
     {%- set columns = adapter.get_columns_in_relation(model) | map(attribute='name') | list %}
 {%- else %}
     {%- set columns = [unique_key, date_column, 'updated_at'] %}
