@@ -14,10 +14,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
-from helpers import Warehouse  # noqa: E402
+from helpers import MAIN_JOB_SAMPLE, SHOP_MARTS, MainJobRun, Warehouse, mart_checksums  # noqa: E402
 
 
-JVM_FIXTURES = {"spark", "dbt", "warehouse", "spark_empty"}
+JVM_FIXTURES = {"spark", "dbt", "warehouse", "spark_empty", "main_job_sample"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -61,3 +61,20 @@ def dbt(spark):
 def warehouse(spark, dbt, tmp_path: Path) -> Warehouse:
     """An empty warehouse, for one test."""
     return Warehouse.empty(spark, dbt, tmp_path)
+
+
+@pytest.fixture(scope="session")
+def main_job_sample(spark, dbt) -> MainJobRun:
+    """The main job, run once per session on the embedded Spark (it starts from an empty
+    warehouse), with what it printed and the marts as it left them."""
+    import io
+
+    from rich.console import Console
+
+    from pipeline import main_job
+    from pipeline.generate import GeneratorConfig
+
+    out = io.StringIO()
+    code = main_job.run(GeneratorConfig(**MAIN_JOB_SAMPLE), Console(file=out, width=200))
+    return MainJobRun(code, out.getvalue(), mart_checksums(lambda sql: [tuple(r) for r in spark.sql(sql).collect()]),
+                      {t: spark.table(f"marts.{t}").columns for t in SHOP_MARTS})

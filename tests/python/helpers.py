@@ -80,20 +80,27 @@ def empty_warehouse(spark, keep: tuple[str, ...] = ("reference",)) -> None:
                 spark.sql(f"drop {'view' if table.tableType == 'VIEW' else 'table'} if exists {schema}.{table.name}")
 
 
+SELECTING = {"--select", "-s", "--exclude", "--selector", "--full-refresh-select"}
+
+
 @dataclass
 class Warehouse:
     spark: object
     dbt: object
     files: Path
+    # what `dbt_run()` / `dbt_build()` select when they are given no selection of their own: a
+    # module that tests one example domain leaves the other's models out of its runs (they are
+    # built, empty, by the module's first build, so every tool still finds their tables)
+    selection: tuple[str, ...] = ()
 
     @classmethod
-    def empty(cls, spark, dbt, files: Path) -> "Warehouse":
+    def empty(cls, spark, dbt, files: Path, selection: tuple[str, ...] = ()) -> "Warehouse":
         """No tables but the reference seeds (`dbt run` does not load seeds; they are static, so
         they are kept from one test to the next rather than loaded again)."""
         empty_warehouse(spark)
         if not spark.catalog.tableExists("reference.channels"):
             dbt.invoke("seed")
-        return cls(spark, dbt, files)
+        return cls(spark, dbt, files, selection)
 
     # -- writing ---------------------------------------------------------------------------
     def land(self, **tables: list[dict]) -> None:
@@ -102,10 +109,17 @@ class Warehouse:
         land(self.spark, [write_parquet(batch / f"{name}.parquet", name, rows) for name, rows in tables.items()])
 
     def dbt_run(self, *args: str):
-        return self.dbt.invoke("run", *args)
+        return self.dbt.invoke("run", *self._selected(args))
 
     def dbt_build(self, *args: str):
-        return self.dbt.invoke("build", *args)
+        return self.dbt.invoke("build", *self._selected(args))
+
+    def build_all(self):
+        """`dbt run` of every model of the project, whatever the warehouse's selection."""
+        return self.dbt.invoke("run")
+
+    def _selected(self, args: tuple[str, ...]) -> tuple[str, ...]:
+        return args if SELECTING & set(args) else (*self.selection, *args)
 
     # -- reading ---------------------------------------------------------------------------
     def rows(self, sql: str) -> list:
@@ -156,3 +170,30 @@ class Warehouse:
         for name, metadata_file in checkpoint.items():
             self.spark.sql(f"drop table if exists {name}")
             self.spark.sql(f"call spark_catalog.system.register_table(table => '{name}', metadata_file => '{metadata_file}')")
+
+
+SHOP_MARTS = ("fct_order_item", "fct_orders", "dim_customer", "dim_product", "dim_channel", "dim_date")
+
+
+def mart_checksums(query) -> dict[str, tuple]:
+    """Per shop mart, its row count and an order-independent checksum of every column; and the
+    watermarks. `query(sql)` returns rows as tuples (a Spark session's or a Thrift Server's)."""
+    sums = {t: tuple(query(f"select count(*), cast(coalesce(sum(cast(xxhash64(*) as decimal(38, 0))), 0) as string)"
+                           f" from marts.{t}")[0]) for t in SHOP_MARTS}
+    sums["watermarks"] = tuple(tuple(str(v) for v in row) for row in query(
+        "select pipeline_name, watermark_ts from control.etl_watermark order by pipeline_name"))
+    return sums
+
+
+# the README's main job on its small sample: read by test_main_job (what it prints, the marts'
+# columns) and by test_cluster (the same job on the cluster must leave the same marts)
+MAIN_JOB_SAMPLE = {"days": 3, "orders_per_day": 25}
+
+
+@dataclass(frozen=True)
+class MainJobRun:
+    """The main job's sample run on the embedded Spark, as it left the warehouse."""
+    exit_code: int
+    output: str  # what it printed
+    checksums: dict[str, tuple]  # mart_checksums right after it
+    columns: dict[str, list[str]]  # each shop mart's table columns

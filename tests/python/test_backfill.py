@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from domains import SHOP_ONLY
 from helpers import Warehouse, item
 from pipeline import iceberg
 from pipeline.backfill.control import Control
@@ -33,10 +34,10 @@ class SimulatedCrash(BaseException):
 @pytest.fixture(scope="module")
 def built_once(spark, dbt, tmp_path_factory) -> tuple[Warehouse, dict[str, int]]:
     tmp_path = tmp_path_factory.mktemp("backfill")
-    warehouse = Warehouse.empty(spark, dbt, tmp_path)
+    warehouse = Warehouse.empty(spark, dbt, tmp_path, SHOP_ONLY)
     for folder in generate(GeneratorConfig(days=4, orders_per_day=20, seed=5), tmp_path / "landing"):
         land(warehouse.spark, sorted(folder.iterdir()))
-    warehouse.dbt_run()
+    warehouse.build_all()
     # corrections stamped 2025-01-01 12:00: newer than those lines' current versions, but before
     # the window (watermark ~2025-01-04 23:59 minus 3 days): invisible to the daily run
     lines = warehouse.rows("select order_id, order_item_id, product_id from staging.stg_shop__order_items"

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from pyhive import hive
 
+from helpers import MAIN_JOB_SAMPLE, SHOP_MARTS, MainJobRun, mart_checksums
 from pipeline import cluster
 from pipeline.paths import PROJECT_DIR
 
@@ -107,19 +108,9 @@ def test_dbt_seeds_and_runs_iceberg_models_through_the_thrift_server(running: Ru
     assert running.query("select status from control.run_records where model_name = 'dim_date'") == [("success",)]
 
 
-MARTS = ("fct_order_item", "fct_orders", "dim_customer", "dim_product", "dim_channel", "dim_date")
-SAMPLE = ("--days", "3", "--orders-per-day", "25")
+SAMPLE = ("--days", str(MAIN_JOB_SAMPLE["days"]), "--orders-per-day", str(MAIN_JOB_SAMPLE["orders_per_day"]))
 # a reason reaches SQL as a literal on the Thrift path (no server-side binding): stored verbatim
 HOSTILE_REASON = "restate 2025-01-01..03 after the 'price' fix\\'; drop table control.backfill_runs; --"
-
-
-def _checksums(query) -> dict[str, tuple]:
-    """Per mart, its row count and an order-independent checksum of every column; and the watermarks."""
-    sums = {t: tuple(query(f"select count(*), cast(coalesce(sum(cast(xxhash64(*) as decimal(38, 0))), 0) as string)"
-                           f" from marts.{t}")[0]) for t in MARTS}
-    sums["watermarks"] = tuple(tuple(str(v) for v in row) for row in query(
-        "select pipeline_name, watermark_ts from control.etl_watermark order by pipeline_name"))
-    return sums
 
 
 def _pipeline(running: Running, scratch: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -132,30 +123,23 @@ def _pipeline(running: Running, scratch: Path, *args: str) -> subprocess.Complet
 
 @pytest.mark.spark
 def test_main_job_and_a_backfill_run_unchanged_on_the_cluster_and_equal_the_embedded_run(
-        running: Running, spark, dbt, tmp_path: Path):
-    import io
-
-    from rich.console import Console
-
-    from pipeline import main_job
-    from pipeline.generate import GeneratorConfig
-
+        running: Running, main_job_sample: MainJobRun, tmp_path: Path):
     main = _pipeline(running, tmp_path, "main", *SAMPLE)
     assert main.returncode == 0, main.stdout[-4000:] + main.stderr[-3000:]
     assert "incremental run after landing 2025-01-03" in main.stdout
-    on_cluster = _checksums(running.query)
-    assert all(on_cluster[t][0] > 0 for t in MARTS), on_cluster
+    on_cluster = mart_checksums(running.query)
+    assert all(on_cluster[t][0] > 0 for t in SHOP_MARTS), on_cluster
 
-    out = io.StringIO()
-    assert main_job.run(GeneratorConfig(days=3, orders_per_day=25), Console(file=out, width=200)) == 0, out.getvalue()
-    embedded = _checksums(lambda sql: [tuple(row) for row in spark.sql(sql).collect()])
+    # the same job on the embedded Spark (once per session, test_main_job reads it too)
+    assert main_job_sample.exit_code == 0, main_job_sample.output
+    embedded = main_job_sample.checksums
     assert on_cluster == embedded
 
     # a bad deploy on the cluster: every fct_order_item row of the backfill's dates off by a cent
     # (a window whose rows all equal the table's commits nothing: no MERGE runs)
     running.execute("update marts.fct_order_item set net_amount = net_amount + 0.01"
                     " where order_date >= date'2025-01-01' and order_date < date'2025-01-04'")
-    corrupted = _checksums(running.query)
+    corrupted = mart_checksums(running.query)
     assert corrupted != embedded
 
     # a backfill through the runner on the cluster: branches, gate, publish, then rollback
@@ -177,14 +161,14 @@ def test_main_job_and_a_backfill_run_unchanged_on_the_cluster_and_equal_the_embe
         assert running.query(f"select snapshot_id from {table}.refs where name = 'main'") == [(published,)]
         assert running.query(f"select count(*) from {table}.refs where name = '{run_id}'") == [(0,)]
     # the same source state, restated: the same rows
-    assert _checksums(running.query) == embedded
+    assert mart_checksums(running.query) == embedded
 
     rollback = _pipeline(running, tmp_path, "rollback", run_id)
     assert rollback.returncode == 0, rollback.stdout[-4000:] + rollback.stderr[-3000:]
     for table, pre, _published in tables:
         assert running.query(f"select snapshot_id from {table}.refs where name = 'main'") == [(pre,)]
     assert running.query(f"select status from control.backfill_runs where run_id = '{run_id}'") == [("rolled_back",)]
-    assert _checksums(running.query) == corrupted  # back to the table as it was before the backfill
+    assert mart_checksums(running.query) == corrupted  # back to the table as it was before the backfill
 
 
 def test_tasks_run_on_executors_of_both_workers(running: Running):

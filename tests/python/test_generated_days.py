@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pytest
 
+from domains import SHOP_ONLY
 from helpers import Warehouse
 from pipeline.generate import GeneratorConfig, generate
 from pipeline.land import land
@@ -31,11 +32,11 @@ FACTS = ("--select", "fct_order_item", "fct_orders")
 @pytest.fixture(scope="module")
 def generated(spark, dbt, tmp_path_factory) -> Warehouse:
     files = tmp_path_factory.mktemp("generated")
-    warehouse = Warehouse.empty(spark, dbt, files)
+    warehouse = Warehouse.empty(spark, dbt, files, SHOP_ONLY)
     days = generate(DAYS, files / "landing")
     for folder in days[:FIRST_BUILD_DAYS]:
         land(spark, sorted(folder.iterdir()))
-    warehouse.dbt_run()
+    warehouse.build_all()
     for folder in days[FIRST_BUILD_DAYS:]:
         land(spark, sorted(folder.iterdir()))
         warehouse.dbt_run()

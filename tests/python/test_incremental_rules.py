@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from domains import SHOP_ONLY
 from helpers import Warehouse, customer, item, order, product, ts
 from pipeline import iceberg
 
@@ -67,7 +68,7 @@ class Scenario:
 
 @pytest.fixture(scope="module")
 def scenario(spark, dbt, tmp_path_factory) -> Scenario:
-    wh = Warehouse.empty(spark, dbt, tmp_path_factory.mktemp("scenario"))
+    wh = Warehouse.empty(spark, dbt, tmp_path_factory.mktemp("scenario"), SHOP_ONLY)
     s = Scenario()
     wh.land(
         customers=[customer(1, "2024-12-01 00:00"), customer(2, "2024-12-01 00:00")],
@@ -86,7 +87,7 @@ def scenario(spark, dbt, tmp_path_factory) -> Scenario:
             item(108, 1, "2025-01-07 10:00", product_id=2), item(109, 1, "2025-01-01 10:00"),
         ],
     )
-    wh.dbt_run()
+    wh.build_all()
     s.base = wh.fact_lines()
     s.row_files_before = row_files(wh)
     s.watermark_before = wh.watermark("fct_order_item")

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from domains import SHOP_ONLY
 from helpers import Warehouse, customer, item, order, product
 from pipeline.backfill.runner import Backfill
 
@@ -30,7 +31,7 @@ FACTS = {  # table -> (current-state view, unique key)
 def built_once(spark, dbt, tmp_path_factory) -> tuple[Warehouse, dict[str, str]]:
     """Order 101 (2025-01-02) with two lines, order 102 (2025-01-10); after the build the
     watermark is 2025-01-10 10:00, so the window starts 2025-01-07 10:00."""
-    warehouse = Warehouse.empty(spark, dbt, tmp_path_factory.mktemp("unreflected"))
+    warehouse = Warehouse.empty(spark, dbt, tmp_path_factory.mktemp("unreflected"), SHOP_ONLY)
     warehouse.land(
         customers=[customer(1, "2024-12-01 00:00")],
         products=[product(1, "2024-12-01 00:00", unit_cost="5.00")],
@@ -38,7 +39,7 @@ def built_once(spark, dbt, tmp_path_factory) -> tuple[Warehouse, dict[str, str]]
         order_items=[item(101, 1, "2025-01-02 10:00", quantity=2), item(101, 2, "2025-01-02 10:00"),
                      item(102, 1, "2025-01-10 10:00")],
     )
-    warehouse.dbt_run()
+    warehouse.build_all()
     return warehouse, warehouse.checkpoint()
 
 
@@ -70,13 +71,12 @@ def listed(wh: Warehouse) -> dict[str, set[str]]:
 
 def data_tests(wh: Warehouse) -> dict[tuple[str, str], tuple[str, int]]:
     """(test, fact) -> (status, failures) of the facts' two reconciliation tests."""
+    tests, facts = ("no_unloaded_changes", "reconcile_daily_totals"), ("fct_order_item", "fct_orders")
+    results = wh.dbt.invoke("test", "--select", *(f"test_name:{t},{f}" for t in tests for f in facts), check=False)
     out = {}
-    for fact in ("fct_order_item", "fct_orders"):
-        results = wh.dbt.invoke("test", "--select", f"test_name:no_unloaded_changes,{fact}",
-                                f"test_name:reconcile_daily_totals,{fact}", check=False)
-        for r in [r for r in results if r.resource_type == "test"]:
-            test = next(t for t in ("no_unloaded_changes", "reconcile_daily_totals") if r.name.startswith(t))
-            out[(test, fact)] = (r.status, r.failures)
+    for r in [r for r in results if r.resource_type == "test"]:
+        [found] = [(t, f) for t in tests for f in facts if r.name.startswith(f"{t}_{f}_")]
+        out[found] = (r.status, r.failures)
     return out
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from domains import SHOP_ONLY
 from helpers import Warehouse, customer, item, order, product, ts
 
 
@@ -22,14 +23,14 @@ def naive(text: str):
 @pytest.fixture(scope="module")
 def built_once(spark, dbt, tmp_path_factory) -> tuple[Warehouse, dict[str, str]]:
     """Two orders; after the build the watermark is 2025-01-10 10:00 (window from 01-07 10:00)."""
-    warehouse = Warehouse.empty(spark, dbt, tmp_path_factory.mktemp("watermark"))
+    warehouse = Warehouse.empty(spark, dbt, tmp_path_factory.mktemp("watermark"), SHOP_ONLY)
     warehouse.land(
         customers=[customer(1, "2024-12-01 00:00")],
         products=[product(1, "2024-12-01 00:00", unit_cost="5.00")],
         orders=[order(101, "2025-01-02 10:00"), order(102, "2025-01-10 10:00")],
         order_items=[item(101, 1, "2025-01-02 10:00", quantity=2), item(102, 1, "2025-01-10 10:00")],
     )
-    warehouse.dbt_run()
+    warehouse.build_all()
     return warehouse, warehouse.checkpoint()
 
 
@@ -48,7 +49,7 @@ def test_failing_model_leaves_watermark_and_table_unchanged(base: Warehouse):
     base.land(orders=[order(103, "2025-01-11 10:00")], order_items=[item(103, 1, "2025-01-11 10:00")])
     # break the fact: its select no longer matches the table, so its MERGE fails
     base.spark.sql("alter table marts.fct_order_item add column unexpected string")
-    results = base.dbt.invoke("run", check=False)
+    results = base.dbt.invoke("run", *SHOP_ONLY, check=False)
     status = {r.name: r.status for r in results}
     assert status["fct_order_item"] == "error"
     assert status["fct_orders"] == "success"
