@@ -80,7 +80,7 @@ def empty_warehouse(spark, keep: tuple[str, ...] = ("reference",)) -> None:
                 spark.sql(f"drop {'view' if table.tableType == 'VIEW' else 'table'} if exists {schema}.{table.name}")
 
 
-SELECTING = {"--select", "-s", "--exclude", "--selector", "--full-refresh-select"}
+SELECTING = {"--select", "-s", "--exclude", "--selector"}  # dbt's own selection flags
 
 
 @dataclass
