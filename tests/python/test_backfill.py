@@ -16,15 +16,14 @@ import pytest
 from rich.console import Console
 
 from domains import SHOP_ONLY
-from helpers import Warehouse, item
+from helpers import SHOP_MARTS, Warehouse, item
 from pipeline import iceberg
 from pipeline.backfill.control import Control
 from pipeline.backfill.runner import Backfill, BackfillRefused
 from pipeline.generate import GeneratorConfig, generate
 from pipeline.land import land
 
-MARTS = ("marts.fct_order_item", "marts.fct_orders", "marts.dim_customer", "marts.dim_product",
-         "marts.dim_channel", "marts.dim_date")
+MARTS = tuple(f"marts.{name}" for name in SHOP_MARTS)
 
 
 class SimulatedCrash(BaseException):

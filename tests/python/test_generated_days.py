@@ -17,12 +17,11 @@ from __future__ import annotations
 import pytest
 
 from domains import SHOP_ONLY
-from helpers import Warehouse
+from helpers import SHOP_MARTS, Warehouse
 from pipeline.generate import GeneratorConfig, generate
 from pipeline.land import land
 
-MARTS = ("marts.fct_order_item", "marts.fct_orders", "marts.dim_customer", "marts.dim_product",
-         "marts.dim_channel", "marts.dim_date")
+MARTS = tuple(f"marts.{name}" for name in SHOP_MARTS)
 DAYS = GeneratorConfig(days=9, orders_per_day=30, seed=21)
 FIRST_BUILD_DAYS = 5
 ERROR = ("--vars", '{"volume_alert_severity": "error"}')

@@ -26,12 +26,11 @@ from pathlib import Path
 import pytest
 
 from domains import SHOP_ONLY
-from helpers import Warehouse, customer, item, order, product, ts
+from helpers import SHOP_MARTS, Warehouse, customer, item, order, product, ts
 from pipeline import iceberg
 
 FACT = "marts.fct_order_item"
-MARTS = ("marts.fct_order_item", "marts.fct_orders", "marts.dim_customer", "marts.dim_product",
-         "marts.dim_channel", "marts.dim_date")
+MARTS = tuple(f"marts.{name}" for name in SHOP_MARTS)
 
 
 def md5_key(*parts: object) -> str:
