@@ -155,4 +155,6 @@ def watermarks(spark: Sql, control_schema: str = "control") -> dict[str, object]
     table = checked_table(f"{control_schema}.etl_watermark")
     if not table_exists(spark, table):
         return {}
-    return {row.pipeline_name: row.watermark_ts for row in spark.sql(f"select pipeline_name, watermark_ts from {table}").collect()}
+    # a pipeline whose sources held no loadable row yet has a row without a watermark
+    return {row.pipeline_name: row.watermark_ts for row in spark.sql(
+        f"select pipeline_name, watermark_ts from {table} where watermark_ts is not null").collect()}

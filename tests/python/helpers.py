@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -64,6 +65,17 @@ def write_parquet(path: Path, table: str, rows: list[dict]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows, schema=contract.load().table(table).arrow_schema()), path)
     return path
+
+
+def last_invocation_statements() -> list[str]:
+    """The statements of this process's latest dbt invocation, as dbt logged them, each starting
+    with its query comment's JSON (`"node_id": "model.<project>.<model>"` names the model that ran
+    it). The log file holds every invocation; dbt rotates it at 10 MB into dbt.log.1, .2, ...:
+    read them oldest first."""
+    logs = Path(os.environ["PIPELINE_STATE_DIR"]) / "logs"
+    rotated = sorted(logs.glob("dbt.log.*"), key=lambda p: -int(p.suffix[1:]) if p.suffix[1:].isdigit() else 0)
+    log = "".join(p.read_text() for p in [*rotated, logs / "dbt.log"])
+    return log[log.rindex("Running with dbt="):].split("/* {")[1:]
 
 
 def empty_warehouse(spark, keep: tuple[str, ...] = ("reference",)) -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from domains import SHOP_ONLY
-from helpers import SHOP_MARTS, Warehouse, customer, item, order, product, ts
+from helpers import SHOP_MARTS, Warehouse, customer, item, last_invocation_statements, order, product, ts
 from pipeline import iceberg
 
 FACT = "marts.fct_order_item"
@@ -114,12 +114,7 @@ def scenario(spark, dbt, tmp_path_factory) -> Scenario:
         order_items=[correction_105],
     )
     s.build_results = wh.dbt_build()
-    # the statements of that invocation, as dbt logged them (the log file holds every invocation;
-    # dbt rotates it at 10 MB into dbt.log.1, .2, ...: read them oldest first)
-    logs = Path(os.environ["PIPELINE_STATE_DIR"]) / "logs"
-    rotated = sorted(logs.glob("dbt.log.*"), key=lambda p: -int(p.suffix[1:]) if p.suffix[1:].isdigit() else 0)
-    log = "".join(p.read_text() for p in [*rotated, logs / "dbt.log"])
-    s.build_statements = log[log.rindex("Running with dbt="):].split("/* {")[1:]
+    s.build_statements = last_invocation_statements()
     # dbt writes each node's executed statement (the MERGE, for an incremental run) under target/run
     run_folder = Path(os.environ["DBT_TARGET_PATH"]) / "run" / "backfill_safe" / "models" / "marts"
     s.merge_sql = {fact: (run_folder / f"{fact}.sql").read_text() for fact in ("fct_order_item", "fct_orders")}

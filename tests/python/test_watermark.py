@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from domains import SHOP_ONLY
-from helpers import Warehouse, customer, item, order, product, ts
+from helpers import Warehouse, customer, driver, item, last_invocation_statements, order, product, trip, ts
 
 
 def naive(text: str):
@@ -202,6 +202,36 @@ def test_a_model_none_of_whose_inputs_landed_anything_stages_and_commits_nothing
     assert base.rows("select segment from marts.dim_customer where customer_id = 2")[0].segment == "business"
     assert control("dim_customer").last_run_started_at > recorded["dim_customer"].last_run_started_at
     assert base.snapshot_id("marts.dim_product") == snapshots["dim_product"]
+
+
+def test_a_model_whose_sources_never_held_a_row_is_skipped_once_it_ran(base: Warehouse):
+    # the rides example's sources are empty here; the module's build ran its models all the same.
+    # Each has a row without a watermark (none can exist) but with the build's start, so the next
+    # run finds nothing landed since and skips them: no staged source, no MERGE, no watermark
+    # statement (before, no row was written, and every run redid their whole staging for nothing)
+    empty = {"dim_driver": "raw.drivers", "fct_trip": "raw.trips"}
+    recorded = {r.pipeline_name: r for r in base.rows(
+        "select * from control.etl_watermark where pipeline_name in ('dim_driver', 'fct_trip')")}
+    assert set(recorded) == set(empty)
+    assert all(r.watermark_ts is None and r.last_run_started_at is not None for r in recorded.values())
+    assert not base.rows(f"select 1 from {' union all select 1 from '.join(empty.values())}")
+
+    base.land(orders=[order(103, "2025-01-11 10:00")], order_items=[item(103, 1, "2025-01-11 10:00")])
+    results = {r.name: r for r in base.build_all()}
+    statements = last_invocation_statements()
+    for model in empty:
+        assert results[model].status == "success", model
+        mine = [s for s in statements if f'"node_id": "model.backfill_safe.{model}"' in s]
+        assert any("nothing to merge" in s for s in mine), model
+        assert not [s for s in mine if "create table" in s or "merge into" in s], model
+    assert base.watermark("fct_order_item") == naive("2025-01-11 10:00")
+
+    # their first row lands: read in full (still no watermark to bound it), loaded, watermarked
+    base.land(drivers=[driver(7, "2024-12-01 00:00", rate="0.2000")], trips=[trip(1, "2025-01-02 10:00")])
+    base.build_all()
+    assert [r.trip_id for r in base.rows("select trip_id from marts.fct_trip")] == [1]
+    assert base.watermark("fct_trip") == naive("2025-01-02 10:00")
+    assert base.watermark("dim_driver") is not None
 
 
 def test_the_calendar_is_left_alone_until_its_spine_vars_move(base: Warehouse):
