@@ -8,7 +8,8 @@
     The update timestamp of a source is its freshness `loaded_at_field` (updated_at here).
     Config `meta: {watermark_exclude: [...]}` (source_name.table) leaves out sources a model reads for
     something other than its changes (the facts read customers only to know they arrived).
-    Renders nothing (no statement) for a model without sources, and in a backfill (vars
+    Renders nothing (no statement) for a model not of the framework's kind (is_framework_model:
+    a plain model that shares the folder's hooks), for a model without sources, and in a backfill (vars
     backfill_start/backfill_end): a backfill restates history and never moves the daily
     pipeline's watermark; nor for the scratch build of a dual-run comparison (var
     dual_run_model), nor when no input landed anything since the last run started
@@ -22,7 +23,8 @@
     landed in yet (the second example, in the shop's benchmark) redid its whole staging and
     MERGE on every run: about 6 s of each daily run, for nothing. -#}
 {% macro advance_watermark() %}
-    {% if not execute or backfill_window() is not none or var('dual_run_model', none) is not none %}
+    {% if not execute or backfill_window() is not none or var('dual_run_model', none) is not none
+        or not is_framework_model() %}
         {{ return('') }}
     {% endif %}
     {#- nothing landed since the last run started: the watermark cannot move, and that start

@@ -9,13 +9,20 @@
     tables that ran, one read of the watermarks, one append of constant rows. A backfill's
     windows are recorded by the runner instead (`pipeline.backfill`), off their critical path:
     this renders nothing under backfill vars, nor for the scratch build of a dual-run
-    comparison. -#}
+    comparison, nor for an invocation that ran no model of the framework's kind
+    (is_framework_model: a run of plain dbt models only). Snapshot figures are read for
+    Iceberg tables only. -#}
 {% macro record_runs(results) %}
     {% if not execute or backfill_window() is not none or var('dual_run_model', none) is not none %}
         {{ return('') }}
     {% endif %}
     {% set runs = results | selectattr('node.resource_type', 'equalto', 'model') | list %}
-    {% if runs | length == 0 %}
+    {#- a run of plain dbt models only records nothing (the control tables may not exist) -#}
+    {% set framework_runs = [] %}
+    {% for run in runs if is_framework_model(run.node) %}
+        {% do framework_runs.append(run) %}
+    {% endfor %}
+    {% if framework_runs | length == 0 %}
         {{ return('') }}
     {% endif %}
     {#- 1. the snapshot figures of every table that ran, in one metadata query -#}
@@ -26,7 +33,9 @@
         {% set timing = execute_timing[0] if execute_timing else none %}
         {% if timing and timing.started_at and timing.completed_at %}
             {% do timings.update({run.node.unique_id: timing}) %}
-            {% set is_table = run.node.config.materialized in ('incremental', 'table') %}
+            {#- Iceberg tables only (their snapshots tell what the run committed) -#}
+            {% set is_table = run.node.config.materialized in ('incremental', 'table')
+                and run.node.config.file_format == 'iceberg' %}
             {% if run.status == 'success' and is_table %}
                 {% do figure_queries.append(
                     "select '" ~ validated_identifier(run.node.name) ~ "' as model_name, count(*),"

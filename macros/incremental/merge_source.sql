@@ -16,6 +16,10 @@
     partitions are read, and its orders, so only the rows the keys can match are joined).
     guarded_merge_sql turns the flag into DELETE / UPDATE / INSERT. -#}
 {% macro merge_source(live, changes=none, unique_key=none, existing=none) %}
+    {#- the kind's configuration, checked as the model compiles (is_framework_model) -#}
+    {% if execute %}
+        {% do check_framework_declaration(model) %}
+    {% endif %}
     {% if not is_incremental() %}
         select * from {{ live }}
     {% else %}

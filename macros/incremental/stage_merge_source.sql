@@ -34,7 +34,7 @@
 {#- Post-hook of a model with `stage_merge_source`: drops this invocation's staged source
     (stage_merge_source) once the MERGE committed. Renders nothing on a full build. -#}
 {% macro drop_staged_merge_source() %}
-    {% if not execute or not is_incremental() %}
+    {% if not execute or not is_incremental() or not is_framework_model() %}
         {{ return('') }}
     {% endif %}
     {% if not model_meta('stage_merge_source', false) %}

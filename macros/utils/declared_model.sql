@@ -12,6 +12,7 @@
     current_state_relation, measures, scope}. A declaration that is incomplete or names what does not
     exist is a compiler error naming the model and the key. `node` is a model node of the graph. -#}
 {% macro declared_model(node) %}
+    {% do check_framework_declaration(node) %}
     {% set block = (node.config.meta or {}).get('backfill_safe') %}
     {% set where = "model " ~ node.name ~ " (" ~ node.original_file_path
         ~ "), config.meta.backfill_safe" %}

@@ -3,7 +3,6 @@
         incremental_strategy='merge',
         unique_key='order_item_sk',
         partition_by=['order_date'],
-        merge_sql='dbt_spark',
     )
 }}
 

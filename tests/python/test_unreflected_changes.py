@@ -263,7 +263,9 @@ def test_an_inconsistent_declaration_is_a_compile_error_naming_the_model_and_the
     block, message = BROKEN_DECLARATIONS[case]
     node = {"name": "fct_example", "unique_id": "model.backfill_safe.fct_example", "original_file_path": "models/x.sql",
             "database": None, "schema": "marts", "alias": "fct_example",
-            "config": {"unique_key": "order_id", "meta": {"backfill_safe": block}},
+            "config": {"unique_key": "order_id", "materialized": "incremental", "incremental_strategy": "merge",
+                       "file_format": "iceberg", "meta": {"backfill_safe": block}},
+            "depends_on": {"macros": ["macro.backfill_safe.merge_source"], "nodes": []},  # the kind
             "columns": {"order_id": {}, "order_date": {}}}
     # the invocation fails; run-operation writes the macro's compile error to dbt's log only
     log = Path(os.environ["PIPELINE_STATE_DIR"]) / "logs" / "dbt.log"
