@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from itertools import count
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -162,26 +163,45 @@ class Warehouse:
         return [f"{schema}.{t.name}" for schema in warehouse.SCHEMAS if self.spark.catalog.databaseExists(schema)
                 for t in self.spark.catalog.listTables(schema) if t.tableType != "VIEW" and not t.isTemporary]
 
-    def checkpoint(self) -> dict[str, str]:
-        """Every Iceberg table's current metadata file, for `restore` after a test changed them."""
-        return {name: self.rows(f"select file from {name}.metadata_log_entries order by timestamp desc limit 1")[0].file
-                for name in self.iceberg_tables()}
+    def checkpoint(self) -> dict[str, tuple[str, frozenset[str]]]:
+        """Every Iceberg table's current metadata file, for `restore` after a test changed them,
+        with the names of the metadata files its folder held then (how `restore` tells the
+        tables a test left alone)."""
+        found = {}
+        for name in self.iceberg_tables():
+            current = self.rows(f"select file from {name}.metadata_log_entries order by timestamp desc limit 1")[0].file
+            found[name] = (current, _metadata_files(current))
+        return found
 
-    def restore(self, checkpoint: dict[str, str]) -> None:
+    def restore(self, checkpoint: dict[str, tuple[str, frozenset[str]]]) -> None:
         """Put every Iceberg table back exactly as `checkpoint` found it, instead of building the
         warehouse again: the tables created since are dropped with their files, and every table
-        of the checkpoint is dropped (without purge: the checkpoint's snapshots still use its
-        files) and registered again from the metadata file it had then. An Iceberg metadata file
-        is the whole table: snapshots and their history, branches, schema, properties; a table
-        dropped or recreated (`dbt run --full-refresh`) since comes back as well. Files written
-        since are left unreferenced in the test's temporary folder. Views need nothing: dbt
-        creates them with the same SQL on every run."""
+        of the checkpoint that changed (its folder holds a metadata file it did not hold then:
+        every Iceberg commit writes one, a table dropped and created again too) or was dropped is
+        dropped (without purge: the checkpoint's snapshots still use its files) and registered
+        again from the metadata file it had then. An Iceberg metadata file is the whole table:
+        snapshots and their history, branches, schema, properties. Files written since are left
+        unreferenced in the test's temporary folder. Views need nothing: dbt creates them with
+        the same SQL on every run."""
         self.spark.conf.unset("spark.wap.branch")
-        for name in set(self.iceberg_tables()) - set(checkpoint):
+        present = set(self.iceberg_tables())
+        for name in present - set(checkpoint):
             self.spark.sql(f"drop table {name} purge")
-        for name, metadata_file in checkpoint.items():
+        for name, (metadata_file, files) in checkpoint.items():
+            if name in present and files and _metadata_files(metadata_file) == files:
+                continue  # no commit since the checkpoint: the table is as it was
             self.spark.sql(f"drop table if exists {name}")
             self.spark.sql(f"call spark_catalog.system.register_table(table => '{name}', metadata_file => '{metadata_file}')")
+
+
+def _metadata_files(metadata_file: str) -> frozenset[str]:
+    """The names of the metadata files beside `metadata_file` (a table's metadata folder); empty
+    when that folder is not on the local file system (then `restore` registers the table again)."""
+    parsed = urlparse(metadata_file)
+    if parsed.scheme not in ("", "file"):
+        return frozenset()
+    folder = Path(parsed.path).parent
+    return frozenset(p.name for p in folder.glob("*.metadata.json")) if folder.is_dir() else frozenset()
 
 
 SHOP_MARTS = ("fct_order_item", "fct_orders", "dim_customer", "dim_product", "dim_channel", "dim_date")
