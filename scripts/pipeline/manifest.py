@@ -46,13 +46,22 @@ def _upstream_sources(manifest: dict, unique_id: str) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
+def is_framework_model(node: dict) -> bool:
+    """A model of the framework's incremental kind: its select ends with merge_source(), which dbt
+    records in the node's depends_on.macros (the macro is_framework_model reads the same)."""
+    macros = node.get("depends_on", {}).get("macros", [])
+    return node.get("resource_type") == "model" and any(m.split(".")[-1] == "merge_source" for m in macros)
+
+
 def incremental_models() -> list[IncrementalModel]:
+    """The models of the framework's kind (is_framework_model); a team's plain incremental
+    models (append, dbt-spark's merge, microbatch) are none of the tools' business."""
     manifest = _manifest()
     by_name = {n["name"]: n for n in manifest["nodes"].values() if n["resource_type"] == "model"}
     models = []
     for node in by_name.values():
         config = node.get("config", {})
-        if config.get("materialized") != "incremental":
+        if config.get("materialized") != "incremental" or not is_framework_model(node):
             continue
         block = (config.get("meta") or {}).get("backfill_safe")
         partition_by = config.get("partition_by") or []

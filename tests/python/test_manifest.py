@@ -32,6 +32,22 @@ def test_a_declared_model_brings_its_event_date_current_state_measures_and_sourc
     assert models["dim_customer"].sources == ("raw.customers",)
 
 
+def test_only_models_of_the_framework_kind_are_pipelines(parsed: dict, tmp_path, monkeypatch):
+    # a plain incremental model (no merge_source(), here without a unique_key: dbt's append) is
+    # none of the tools' business: no pipeline, no KeyError on its missing key
+    changed = json.loads(json.dumps(parsed))
+    plain = json.loads(json.dumps(changed["nodes"]["model.backfill_safe.dim_customer"]))
+    plain.update(name="plain_events", unique_id="model.backfill_safe.plain_events", alias="plain_events")
+    plain["config"] = {**plain["config"], "incremental_strategy": "append", "unique_key": None}
+    plain["depends_on"] = {**plain["depends_on"], "macros": []}
+    changed["nodes"][plain["unique_id"]] = plain
+    (tmp_path / "manifest.json").write_text(json.dumps(changed))
+    monkeypatch.setenv("DBT_TARGET_PATH", str(tmp_path))
+    names = {m.name for m in manifest.incremental_models()}
+    assert "plain_events" not in names
+    assert {"fct_order_item", "fct_orders", "dim_customer", "dim_date", "fct_trip"} <= names
+
+
 def test_a_declared_column_that_is_not_a_name_is_refused(parsed: dict, tmp_path, monkeypatch):
     broken = json.loads(json.dumps(parsed))
     node = broken["nodes"]["model.backfill_safe.fct_orders"]
