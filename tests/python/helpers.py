@@ -179,7 +179,8 @@ class Warehouse:
         of the checkpoint that changed (its folder holds a metadata file it did not hold then:
         every Iceberg commit writes one, a table dropped and created again too) or was dropped is
         dropped (without purge: the checkpoint's snapshots still use its files) and registered
-        again from the metadata file it had then. An Iceberg metadata file is the whole table:
+        again from the metadata file it had then (and `checkpoint` notes the folder as it is
+        after that, so an untouched table is passed by next time too). An Iceberg metadata file is the whole table:
         snapshots and their history, branches, schema, properties. Files written since are left
         unreferenced in the test's temporary folder. Views need nothing: dbt creates them with
         the same SQL on every run."""
@@ -192,6 +193,9 @@ class Warehouse:
                 continue  # no commit since the checkpoint: the table is as it was
             self.spark.sql(f"drop table if exists {name}")
             self.spark.sql(f"call spark_catalog.system.register_table(table => '{name}', metadata_file => '{metadata_file}')")
+            # registering writes no metadata file: the folder as it is now is this table unchanged,
+            # so the next restore passes it by unless another commit comes
+            checkpoint[name] = (metadata_file, _metadata_files(metadata_file))
 
 
 def _metadata_files(metadata_file: str) -> frozenset[str]:
