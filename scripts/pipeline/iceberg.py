@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pipeline.engine import Sql
+from pipeline.engine import Sql, ThriftSql
 
 _IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
 COLUMN_NAME = re.compile(_IDENTIFIER)  # a column name that may reach SQL
@@ -32,14 +32,9 @@ def refreshed(spark: Sql, table: str) -> str:
     as `pipeline.cluster` does). The embedded session is the one dbt commits through (one
     process, one catalog and its cache): nothing to refresh, and no statement is sent."""
     checked_table(table)
-    if not _in_process(spark):
+    if isinstance(spark, ThriftSql):
         spark.sql(f"refresh table {table}")
     return table
-
-
-def _in_process(spark: Sql) -> bool:
-    """True for the embedded engine: the pyspark session of this process, which dbt shares."""
-    return type(spark).__module__.startswith("pyspark.")
 
 
 def _not_found(error: Exception) -> bool:
