@@ -23,18 +23,18 @@
     landed in yet (the second example, in the shop's benchmark) redid its whole staging and
     MERGE on every run: about 6 s of each daily run, for nothing. -#}
 {% macro advance_watermark() %}
-    {% if not execute or backfill_window() is not none or var('dual_run_model', none) is not none
-        or not is_framework_model() %}
+    {% if not execute or backfill_safe.backfill_window() is not none
+        or var('dual_run_model', none) is not none or not backfill_safe.is_framework_model() %}
         {{ return('') }}
     {% endif %}
     {#- nothing landed since the last run started: the watermark cannot move, and that start
         can stay the next run's landing bound -#}
-    {% if nothing_landed_since_last_run() %}
+    {% if backfill_safe.nothing_landed_since_last_run() %}
         {{ return('') }}
     {% endif %}
-    {% set excluded = model_meta('watermark_exclude') or [] %}
+    {% set excluded = backfill_safe.model_meta('watermark_exclude') or [] %}
     {% set source_ids = [] %}
-    {% for source_id in upstream_sources(model.unique_id) %}
+    {% for source_id in backfill_safe.upstream_sources(model.unique_id) %}
         {% set src = graph.sources[source_id] %}
         {% if (src.source_name ~ '.' ~ src.name) not in excluded %}
             {% do source_ids.append(source_id) %}
@@ -43,16 +43,16 @@
     {% if source_ids | length == 0 %}
         {{ return('') }}
     {% endif %}
-    {% set cutoff = timestamp_literal(run_started_at) %}
+    {% set cutoff = backfill_safe.timestamp_literal(run_started_at) %}
     {#- only rows above the stored watermark can move it (it never moves back): Iceberg skips
         the files whose update times are all below it, instead of every run reading all history -#}
-    {% set current = get_watermark(this.identifier) %}
+    {% set current = backfill_safe.get_watermark(this.identifier) %}
     {#- the watermark moves next: no later question of this invocation gets the old answer -#}
-    {% do forget_memoized_rows() %}
-    merge into {{ watermark_relation() }} as target
+    {% do backfill_safe.forget_memoized_rows() %}
+    merge into {{ backfill_safe.watermark_relation() }} as target
     using (
         select
-            '{{ validated_identifier(this.identifier) }}' as pipeline_name,
+            '{{ backfill_safe.validated_identifier(this.identifier) }}' as pipeline_name,
             max(loaded_through) as loaded_through
         from (
             {%- for source_id in source_ids %}
@@ -62,9 +62,9 @@
             where
                 _loaded_at <= {{ cutoff }}
                 {%- if current is not none %}
-                and {{ src.loaded_at_field or 'updated_at' }} > {{ timestamp_literal(current) }}
+                and {{ src.loaded_at_field or 'updated_at' }} > {{ backfill_safe.timestamp_literal(current) }}
                 {%- endif %}
-                and {{ quarantine_reason(src.source_name, src.name) }} is null
+                and {{ backfill_safe.quarantine_reason(src.source_name, src.name) }} is null
             {{ "union all" if not loop.last }}
             {%- endfor %}
         ) as per_source

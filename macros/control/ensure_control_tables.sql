@@ -4,14 +4,14 @@
     backfill vars: a backfill never reads or moves the watermark, and the
     runner creates these tables when it starts (`dbt run-operation ensure_control_tables`). -#}
 {% macro ensure_control_tables() %}
-    {% if execute and backfill_window() is none %}
+    {% if execute and backfill_safe.backfill_window() is none %}
         {#- a statement, not run_query: through a Thrift Server PyHive cannot fetch the empty
             result of DDL (TypeError in its _fetch_more) -#}
         {% call statement('create_control_schema') %}
             create schema if not exists {{ var('control_schema', 'control') }}
         {% endcall %}
         {% call statement('create_watermark_table') %}
-            create table if not exists {{ watermark_relation() }} (
+            create table if not exists {{ backfill_safe.watermark_relation() }} (
                 pipeline_name string,
                 watermark_ts timestamp,
                 previous_watermark_ts timestamp,
@@ -30,7 +30,7 @@
             | map(attribute='name') | list %}
         {% if 'last_run_started_at' not in watermark_columns %}
             {% call statement('add_last_run_started_at') %}
-                alter table {{ watermark_relation() }} add columns (last_run_started_at timestamp)
+                alter table {{ backfill_safe.watermark_relation() }} add columns (last_run_started_at timestamp)
             {% endcall %}
         {% endif %}
         {% call statement('create_run_records') %}

@@ -11,9 +11,9 @@
             "get_watermark: column must be watermark_ts or last_run_started_at, got " ~ column) }}
     {% endif %}
     {#- memoized: a model's select, MERGE and post-hook all ask; advance_watermark forgets -#}
-    {% set rows = memoized_rows(
-        "select " ~ column ~ " from " ~ watermark_relation()
-        ~ " where pipeline_name = '" ~ validated_identifier(pipeline_name) ~ "'"
+    {% set rows = backfill_safe.memoized_rows(
+        "select " ~ column ~ " from " ~ backfill_safe.watermark_relation()
+        ~ " where pipeline_name = '" ~ backfill_safe.validated_identifier(pipeline_name) ~ "'"
     ) %}
     {% if rows | length == 0 %}
         {{ return(none) }}

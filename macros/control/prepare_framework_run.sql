@@ -11,19 +11,19 @@
     {% for unique_id in selected_resources %}
         {% set node = graph.nodes.get(unique_id) %}
         {% if node is not none and node.resource_type == 'model' %}
-            {% do check_framework_declaration(node) %}
-            {% if is_framework_model(node) %}
+            {% do backfill_safe.check_framework_declaration(node) %}
+            {% if backfill_safe.is_framework_model(node) %}
                 {% do needed.append(unique_id) %}
             {% endif %}
         {% elif node is not none and node.resource_type == 'test' %}
             {% for parent in node.depends_on.nodes
-                if graph.nodes.get(parent) is not none and is_framework_model(graph.nodes[parent]) %}
+                if graph.nodes.get(parent) is not none and backfill_safe.is_framework_model(graph.nodes[parent]) %}
                 {% do needed.append(parent) %}
             {% endfor %}
         {% endif %}
     {% endfor %}
     {% if needed %}
-        {% do ensure_control_tables() %}
+        {% do backfill_safe.ensure_control_tables() %}
     {% endif %}
     {{ return('') }}
 {% endmacro %}

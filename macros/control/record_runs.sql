@@ -13,13 +13,14 @@
     (is_framework_model: a run of plain dbt models only). Snapshot figures are read for
     Iceberg tables only. -#}
 {% macro record_runs(results) %}
-    {% if not execute or backfill_window() is not none or var('dual_run_model', none) is not none %}
+    {% if not execute or backfill_safe.backfill_window() is not none
+        or var('dual_run_model', none) is not none %}
         {{ return('') }}
     {% endif %}
     {% set runs = results | selectattr('node.resource_type', 'equalto', 'model') | list %}
     {#- a run of plain dbt models only records nothing (the control tables may not exist) -#}
     {% set framework_runs = [] %}
-    {% for run in runs if is_framework_model(run.node) %}
+    {% for run in runs if backfill_safe.is_framework_model(run.node) %}
         {% do framework_runs.append(run) %}
     {% endfor %}
     {% if framework_runs | length == 0 %}
@@ -38,15 +39,15 @@
                 and run.node.config.file_format == 'iceberg' %}
             {% if run.status == 'success' and is_table %}
                 {% do figure_queries.append(
-                    "select '" ~ validated_identifier(run.node.name) ~ "' as model_name, count(*),"
+                    "select '" ~ backfill_safe.validated_identifier(run.node.name) ~ "' as model_name, count(*),"
                     ~ " sum(cast(summary['added-records'] as bigint)),"
-                    ~ " sum(" ~ deleted_records_figure('summary') ~ "),"
+                    ~ " sum(" ~ backfill_safe.deleted_records_figure('summary') ~ "),"
                     ~ " sum(cast(summary['added-data-files'] as bigint)),"
                     ~ " sum(cast(summary['deleted-data-files'] as bigint)),"
                     ~ " sum(cast(summary['changed-partition-count'] as bigint))"
                     ~ " from " ~ run.node.schema ~ "." ~ run.node.alias ~ ".snapshots"
-                    ~ " where committed_at between " ~ timestamp_literal(timing.started_at)
-                    ~ " and " ~ timestamp_literal(timing.completed_at)) %}
+                    ~ " where committed_at between " ~ backfill_safe.timestamp_literal(timing.started_at)
+                    ~ " and " ~ backfill_safe.timestamp_literal(timing.completed_at)) %}
             {% endif %}
         {% endif %}
     {% endfor %}
@@ -59,7 +60,7 @@
     {#- 2. the watermarks, as the run left them -#}
     {% set watermarks = {} %}
     {% set watermark_query = "select pipeline_name, watermark_ts, previous_watermark_ts,"
-        ~ " invocation_id from " ~ watermark_relation() %}
+        ~ " invocation_id from " ~ backfill_safe.watermark_relation() %}
     {% for row in run_query(watermark_query).rows %}
         {% do watermarks.update({row[0]: row}) %}
     {% endfor %}
@@ -78,16 +79,16 @@
         {% set row %}
         select
             '{{ invocation_id }}',
-            '{{ validated_identifier(node.name) }}',
+            '{{ backfill_safe.validated_identifier(node.name) }}',
             '{{ node.schema }}.{{ node.alias }}',
             '{{ run.status }}',
-            {{ timestamp_literal(timing.started_at) if timing else 'cast(null as timestamp)' }},
-            {{ timestamp_literal(timing.completed_at) if timing else 'cast(null as timestamp)' }},
+            {{ backfill_safe.timestamp_literal(timing.started_at) if timing else 'cast(null as timestamp)' }},
+            {{ backfill_safe.timestamp_literal(timing.completed_at) if timing else 'cast(null as timestamp)' }},
             cast(null as date),
             cast(null as date),
-            {{ timestamp_literal(before) if before else 'cast(null as timestamp)' }},
-            {{ timestamp_literal(after) if after else 'cast(null as timestamp)' }},
-            {{ ('unix_timestamp(current_timestamp()) - unix_timestamp(' ~ timestamp_literal(after) ~ ')')
+            {{ backfill_safe.timestamp_literal(before) if before else 'cast(null as timestamp)' }},
+            {{ backfill_safe.timestamp_literal(after) if after else 'cast(null as timestamp)' }},
+            {{ ('unix_timestamp(current_timestamp()) - unix_timestamp(' ~ backfill_safe.timestamp_literal(after) ~ ')')
                 if after else 'cast(null as bigint)' }},
             {{ (figure[1] if figure else 0) | int }},
             cast({{ ((figure[2] or 0) if figure else 0) | int }} as bigint),

@@ -18,18 +18,18 @@
     Nothing under backfill vars (windows write to branches; the view reads the published
     tables) nor for a dual run's scratch build. -#}
 {% macro unreflected_changes_view(results) %}
-    {% if not execute or flags.WHICH not in ('run', 'build') or backfill_window() is not none
-        or var('dual_run_model', none) is not none %}
+    {% if not execute or flags.WHICH not in ('run', 'build')
+        or backfill_safe.backfill_window() is not none or var('dual_run_model', none) is not none %}
         {{ return('') }}
     {% endif %}
-    {% set declared = declared_models() %}
+    {% set declared = backfill_safe.declared_models() %}
     {% set ran = results | map(attribute='node') | map(attribute='unique_id') | list %}
     {% set touched = declared | selectattr('unique_id', 'in', ran) | list
         + declared | selectattr('current_state', 'in', ran) | list %}
     {% if not touched %}
         {{ return('') }}
     {% endif %}
-    {% set view = unreflected_changes_relation() %}
+    {% set view = backfill_safe.unreflected_changes_relation() %}
     {% set parts = [] %}
     {% for item in declared %}
         {% set problem = {} %}
@@ -66,7 +66,7 @@
         {% if problem %}
             {% set name, why = (problem.items() | list)[0] %}
             {% do parts.append(
-                "select '" ~ validated_identifier(item.name) ~ "' as model_name,"
+                "select '" ~ backfill_safe.validated_identifier(item.name) ~ "' as model_name,"
                 ~ " cast(null as string) as unique_key, '" ~ name ~ "' as problem,"
                 ~ " '" ~ why | replace("'", "") ~ "' as differing_columns,"
                 ~ " cast(null as timestamp) as source_updated_at,"
@@ -74,11 +74,11 @@
                 ~ " cast(null as date) as event_date, cast(null as date) as loaded_event_date,"
                 ~ " cast(null as date) as restate_date") %}
         {% else %}
-            {% do parts.append("select * from (" ~ unreflected_changes(
+            {% do parts.append("select * from (" ~ backfill_safe.unreflected_changes(
                 item.relation, item.current_state_relation, item.unique_key, item.lookback,
-                item.name, item.event_date, horizon_days=var('restatement_horizon_days', none),
+                item.name, item.event_date, horizon_days=var('restatement_horizon_days', 90),
                 columns=table_names
-            ) ~ ") as " ~ validated_identifier(item.name)) %}
+            ) ~ ") as " ~ backfill_safe.validated_identifier(item.name)) %}
         {% endif %}
     {% endfor %}
     {% set body = parts | join('\nunion all\n') %}
@@ -97,7 +97,7 @@
         create schema if not exists {{ view.schema }}
     {% endcall %}
     {#- dropped and created, not replaced: see spark__create_view_as -#}
-    {% do drop_view_to_replace(view, body) %}
+    {% do backfill_safe.drop_view_to_replace(view, body) %}
     {% call statement('replace_unreflected_changes_view') %}
         create view {{ view }}
         tblproperties (

@@ -9,7 +9,7 @@
                     {% do found.append(parent) %}
                 {% endif %}
             {% else %}
-                {% do upstream_sources(parent, found) %}
+                {% do backfill_safe.upstream_sources(parent, found) %}
             {% endif %}
         {% endfor %}
     {% endif %}

@@ -27,22 +27,22 @@
     {% if not execute or not is_incremental() %}
         {{ return(none) }}
     {% endif %}
-    {% set scope = declared_scope() %}
+    {% set scope = backfill_safe.declared_scope() %}
     {% if scope is none %}
         {{ exceptions.raise_compiler_error(
             "model " ~ this ~ ": cache_scope_keys needs config.meta.backfill_safe.scope") }}
     {% endif %}
-    {% set changed = scope_keys() %}
+    {% set changed = backfill_safe.scope_keys() %}
     {% if changed is none %}
         {{ return(none) }}
     {% endif %}
     {% set key = scope.key %}
-    {% set shared = cache_shared_scope(scope, changed) %}
-    {% set awaiting = scope.awaiting if backfill_window() is none else none %}
+    {% set shared = backfill_safe.cache_shared_scope(scope, changed) %}
+    {% set awaiting = scope.awaiting if backfill_safe.backfill_window() is none else none %}
     {#- Statements, not run_query: DDL returns no rows, which run_query fails on through Thrift.
         A replaced view's cache is dropped; `cache table ... as select` would refuse a view that
         already exists. -#}
-    {% set relation = scope_keys_relation() %}
+    {% set relation = backfill_safe.scope_keys_relation() %}
     {% call statement('create_scope_keys_view', fetch_result=false) %}
         create or replace temporary view {{ relation }} as
         select /*+ REPARTITION({{ key }}) */ {{ key }} from (
@@ -70,13 +70,13 @@
             {% set column, keys = key, not_shared %}
         {% else %}
             {% set column = table.on %}
-            {% set keys = 'select ' ~ column ~ ' from ' ~ scope_versions_relation(
+            {% set keys = 'select ' ~ column ~ ' from ' ~ backfill_safe.scope_versions_relation(
                 table.named_by.source_name, table.named_by.table) ~ ' where ' ~ column
                 ~ ' not in (select ' ~ column ~ ' from ' ~ shared.versions[table.named_by.source_name
                 ~ '.' ~ table.named_by.table] ~ ' where ' ~ column ~ ' is not null)' %}
         {% endif %}
         {% call statement('create_scope_versions_view', fetch_result=false) %}
-            create or replace temporary view {{ scope_versions_relation(table.source_name, table.table) }} as
+            create or replace temporary view {{ backfill_safe.scope_versions_relation(table.source_name, table.table) }} as
             select * from {{ shared.versions[table.name] }}
             {%- if extra %}
             union all
@@ -85,11 +85,11 @@
         {% endcall %}
         {% if extra %}
             {% call statement('cache_scope_versions', fetch_result=false) %}
-                cache table {{ scope_versions_relation(table.source_name, table.table) }}
+                cache table {{ backfill_safe.scope_versions_relation(table.source_name, table.table) }}
             {% endcall %}
         {% endif %}
     {% endfor %}
-    {{ return(cached_scope_keys_subquery()) }}
+    {{ return(backfill_safe.cached_scope_keys_subquery()) }}
 {% endmacro %}
 
 {#- The cached temporary views of the keys a run of a declared scope finds changed (the SQL
@@ -100,7 +100,7 @@
     for the same domain are dropped (and so uncached) first, so a long-lived session keeps one
     invocation's caches, not every run's. Returns the relations, as shared_scope_relations. -#}
 {% macro cache_shared_scope(scope, changed) %}
-    {% set shared = shared_scope_relations(scope, changed) %}
+    {% set shared = backfill_safe.shared_scope_relations(scope, changed) %}
     {% set found = [] %}
     {% for row in run_query("show views like 'scope_shared_*'").rows %}
         {% set name = row[1] | lower %}
@@ -116,7 +116,7 @@
     {% for name in found
         if modules.re.fullmatch(shared.of_domain, name).group(1) != shared.invocation %}
         {% call statement('drop_stale_shared_scope', fetch_result=false) %}
-            drop view if exists {{ validated_identifier(name) }}
+            drop view if exists {{ backfill_safe.validated_identifier(name) }}
         {% endcall %}
     {% endfor %}
     {% set key = scope.key %}

@@ -54,8 +54,8 @@
         else [scope.changes] %}
     {% for change in changes %}
         {% if change is string %}
-            {% set table = scope_source_table(where ~ ".changes", change) %}
-            {% do declared.direct.append(scope_contract_of(where ~ ".changes", table, [key])) %}
+            {% set table = backfill_safe.scope_source_table(where ~ ".changes", change) %}
+            {% do declared.direct.append(backfill_safe.scope_contract_of(where ~ ".changes", table, [key])) %}
         {% elif change is mapping %}
             {% for name in change.keys()
                 if name not in ['source', 'through', 'on', 'effective_dated'] %}
@@ -66,10 +66,10 @@
                 {{ exceptions.raise_compiler_error(where ~ ".changes: '" ~ name ~ "' is missing in "
                     ~ change) }}
             {% endfor %}
-            {% set entry = scope_contract_of(where ~ ".changes",
-                scope_source_table(where ~ ".changes", change.source), [change.on]) %}
+            {% set entry = backfill_safe.scope_contract_of(where ~ ".changes",
+                backfill_safe.scope_source_table(where ~ ".changes", change.source), [change.on]) %}
             {% do entry.update({
-                'via': scope_source_table(where ~ ".changes.through", change.through),
+                'via': backfill_safe.scope_source_table(where ~ ".changes.through", change.through),
                 'on': change.on,
                 'effective_dated': change.get('effective_dated', false) is sameas true,
             }) %}
@@ -85,10 +85,10 @@
             {{ exceptions.raise_compiler_error(where ~ ".lookups: each is {source, on, named_by};"
                 ~ " got " ~ lookup) }}
         {% endif %}
-        {% set entry = scope_contract_of(where ~ ".lookups",
-            scope_source_table(where ~ ".lookups", lookup.source), [lookup.on]) %}
+        {% set entry = backfill_safe.scope_contract_of(where ~ ".lookups",
+            backfill_safe.scope_source_table(where ~ ".lookups", lookup.source), [lookup.on]) %}
         {% do entry.update({'on': lookup.on,
-            'named_by': scope_source_table(where ~ ".lookups.named_by", lookup.named_by)}) %}
+            'named_by': backfill_safe.scope_source_table(where ~ ".lookups.named_by", lookup.named_by)}) %}
         {% do declared.lookups.append(entry) %}
     {% endfor %}
     {#- what the entries refer to must be a direct source, holding the column they join on -#}
@@ -107,7 +107,7 @@
             {{ exceptions.raise_compiler_error(where ~ "." ~ name ~ ": '" ~ table.source_name ~ "."
                 ~ table.table ~ "' is not among its direct changes " ~ direct_names) }}
         {% endif %}
-        {% do scope_contract_of(where ~ "." ~ name, table, columns) %}
+        {% do backfill_safe.scope_contract_of(where ~ "." ~ name, table, columns) %}
     {% endfor %}
     {% if scope.get('awaiting') is not none and scope.awaiting is not string %}
         {{ exceptions.raise_compiler_error(where ~ ".awaiting: a SQL predicate on the table's "
@@ -128,8 +128,8 @@
     none when it declares no scope. -#}
 {% macro declared_scope() %}
     {% set block = (config.get('meta') or {}).get('backfill_safe') %}
-    {{ return(scope_declaration("model " ~ model.name ~ " (" ~ model.original_file_path
-        ~ "), config.meta.backfill_safe", block)) }}
+    {{ return(backfill_safe.scope_declaration("model " ~ model.name ~ " ("
+        ~ model.original_file_path ~ "), config.meta.backfill_safe", block)) }}
 {% endmacro %}
 
 {#- '<source>.<table>' as {source_name, table}, or a compiler error naming `where`. -#}
@@ -146,12 +146,12 @@
     compiler error naming `where` and the column. While dbt parses, the columns are not checked
     (landing_contract gives a placeholder). -#}
 {% macro scope_contract_of(where, table, columns) %}
-    {% if execute and (table.source_name, table.table) not in landed_tables() %}
+    {% if execute and (table.source_name, table.table) not in backfill_safe.landed_tables() %}
         {{ exceptions.raise_compiler_error(where ~ ": '" ~ table.source_name ~ "." ~ table.table
-            ~ "' is no landed source table (landed: " ~ landed_tables() | map('join', '.')
+            ~ "' is no landed source table (landed: " ~ backfill_safe.landed_tables() | map('join', '.')
             | join(', ') ~ ")") }}
     {% endif %}
-    {% set contract = landing_contract(table.source_name, table.table) %}
+    {% set contract = backfill_safe.landing_contract(table.source_name, table.table) %}
     {% if execute %}
         {% for column in columns if column not in contract.columns %}
             {{ exceptions.raise_compiler_error(where ~ ": source " ~ table.source_name ~ "."

@@ -44,18 +44,18 @@
             ~ "select: " ~ missing ~ ", new columns: " ~ extra ~ "; the select must end with "
             ~ "merge_source()). Rebuild it with --full-refresh, or migrate the table first.") }}
     {% endif %}
-    {% if nothing_landed_since_last_run() %}
+    {% if backfill_safe.nothing_landed_since_last_run() %}
         {#- the main statement must be one: a select that reads and writes nothing -#}
         {{ return("select 'nothing to merge' as merge_skipped") }}
     {% endif %}
     {#- a model whose select is cheap to evaluate (meta probe_before_staging) is probed first:
         on most days it has no row, and neither a scratch table nor a MERGE is needed -#}
-    {% if model_meta('probe_before_staging', false)
+    {% if backfill_safe.model_meta('probe_before_staging', false)
         and run_query("select 1 from " ~ source ~ " limit 1").rows | length == 0 %}
         {{ return("select 'nothing to merge' as merge_skipped") }}
     {% endif %}
-    {% set merge_from = stage_merge_source(source) %}
-    {% set scope = declared_scope() %}
+    {% set merge_from = backfill_safe.stage_merge_source(source) %}
+    {% set scope = backfill_safe.declared_scope() %}
     {% set staged_keys = none %}
     {% if merge_from != source %}
         {#- a model with a declared scope: the staged source's scope keys, which name every
@@ -79,7 +79,7 @@
             {#- sorted as values, then written as literals; a null key matches no row -#}
             {% set staged_keys = [] %}
             {% for value in probed | map(attribute=0) | reject('none') | sort %}
-                {% do staged_keys.append(sql_literal(value)) %}
+                {% do staged_keys.append(backfill_safe.sql_literal(value)) %}
             {% endfor %}
         {% endif %}
     {% endif %}
@@ -92,7 +92,7 @@
         and ({{ predicate }})
     {%- endfor %}
     {%- if scope is not none %}
-        {%- set partitions = scope_event_dates(
+        {%- set partitions = backfill_safe.scope_event_dates(
             'DBT_INTERNAL_DEST.' ~ config.get('meta').backfill_safe.event_date) %}
         {%- if partitions %}
         and ({{ partitions }})

@@ -9,10 +9,11 @@
     recorded start (a watermark table from before the column: its next run reads the whole
     lookback, then records its start). -#}
 {% macro incremental_landed_bound() %}
-    {% if not is_incremental() or backfill_window() is not none %}
+    {% if not is_incremental() or backfill_safe.backfill_window() is not none %}
         {{ return(none) }}
     {% endif %}
-    {% set last_run_started_at = get_watermark(this.identifier, 'last_run_started_at') %}
+    {% set last_run_started_at = backfill_safe.get_watermark(
+        this.identifier, 'last_run_started_at') %}
     {% if last_run_started_at is none %}
         {{ return(none) }}
     {% endif %}
@@ -27,5 +28,5 @@
             "var 'landing_overlap_minutes' must be a whole number of minutes >= 0; got: " ~ overlap) }}
     {% endif %}
     {% set margin = modules.datetime.timedelta(minutes=overlap) %}
-    {{ return(timestamp_literal(last_run_started_at - margin)) }}
+    {{ return(backfill_safe.timestamp_literal(last_run_started_at - margin)) }}
 {% endmacro %}

@@ -7,10 +7,10 @@
     {% if not is_incremental() %}
         {{ return(none) }}
     {% endif %}
-    {% set watermark = get_watermark(this.identifier) %}
+    {% set watermark = backfill_safe.get_watermark(this.identifier) %}
     {% if watermark is none %}
         {{ return(none) }}
     {% endif %}
-    {% set lookback = modules.datetime.timedelta(days=lookback_days(domain)) %}
-    {{ return(timestamp_literal(watermark - lookback)) }}
+    {% set lookback = modules.datetime.timedelta(days=backfill_safe.lookback_days(domain)) %}
+    {{ return(backfill_safe.timestamp_literal(watermark - lookback)) }}
 {% endmacro %}

@@ -10,7 +10,7 @@
       (a dimension) is restated whole in a backfill: the MERGE still writes only changed rows.
     - Full build / full refresh: none. -#}
 {% macro incremental_scope(domain, event_date_column=none, unique_key=none, awaiting=none) %}
-    {% set window = backfill_window() %}
+    {% set window = backfill_safe.backfill_window() %}
     {% if window is not none and is_incremental() %}
         {% if event_date_column is none %}
             {{ return(none) }}
@@ -20,7 +20,7 @@
         {{ return("(" ~ in_window ~ ") or " ~ unique_key ~ " in (select " ~ unique_key
             ~ " from " ~ this ~ " where " ~ in_window ~ ")") }}
     {% endif %}
-    {% set lower_bound = incremental_lower_bound(domain) %}
+    {% set lower_bound = backfill_safe.incremental_lower_bound(domain) %}
     {% if lower_bound is none %}
         {{ return(none) }}
     {% endif %}

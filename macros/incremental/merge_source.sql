@@ -16,9 +16,19 @@
     partitions are read, and its orders, so only the rows the keys can match are joined).
     guarded_merge_sql turns the flag into DELETE / UPDATE / INSERT. -#}
 {% macro merge_source(live, changes=none, unique_key=none, existing=none) %}
-    {#- the kind's configuration, checked as the model compiles (is_framework_model) -#}
-    {% if execute %}
-        {% do check_framework_declaration(model) %}
+    {% if not execute %}
+        {#- parse time: the kind brings its own hooks, so a model gets them wherever it lives (a
+            team's project that installs the framework as a package too; folder config of a
+            package applies to the package's own models only). Before the model's statement, a
+            backfill's branch (use_backfill_branch); after it, rule 2's watermark, then the
+            staged source dropped. dbt appends them after hooks the model declares itself. -#}
+        {% do config(
+            pre_hook=["{{ backfill_safe.use_backfill_branch() }}"],
+            post_hook=["{{ backfill_safe.advance_watermark() }}",
+                       "{{ backfill_safe.drop_staged_merge_source() }}"]) %}
+    {% else %}
+        {#- the kind's configuration, checked as the model compiles (is_framework_model) -#}
+        {% do backfill_safe.check_framework_declaration(model) %}
     {% endif %}
     {% if not is_incremental() %}
         select * from {{ live }}

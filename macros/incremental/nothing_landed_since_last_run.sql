@@ -9,15 +9,15 @@
     False (run as usual) on a full build, a backfill, a dual run, without a recorded start, and
     for a model with another input (a seed, a table, vars only: dim_channel, dim_date). -#}
 {% macro nothing_landed_since_last_run() %}
-    {% if not execute or not is_incremental() or backfill_window() is not none
+    {% if not execute or not is_incremental() or backfill_safe.backfill_window() is not none
         or var('dual_run_model', none) is not none %}
         {{ return(false) }}
     {% endif %}
-    {% set inputs = landed_inputs(model.unique_id) %}
+    {% set inputs = backfill_safe.landed_inputs(model.unique_id) %}
     {% if not inputs %}
         {{ return(false) }}
     {% endif %}
-    {% set bound = incremental_landed_bound() %}
+    {% set bound = backfill_safe.incremental_landed_bound() %}
     {% if bound is none %}
         {{ return(false) }}
     {% endif %}
@@ -29,8 +29,8 @@
             ~ " where _loaded_at > " ~ bound ~ " limit 1)") %}
     {% endfor %}
     {#- memoized: the MERGE and the post-hook get the same answer -#}
-    {% set landed = memoized_rows("select count(*) from (" ~ probes | join(" union all ")
-        ~ ") as probes")[0][0] %}
+    {% set landed = backfill_safe.memoized_rows(
+        "select count(*) from (" ~ probes | join(" union all ") ~ ") as probes")[0][0] %}
     {{ return(landed == 0) }}
 {% endmacro %}
 

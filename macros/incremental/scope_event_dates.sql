@@ -12,20 +12,20 @@
     {% if not execute or not is_incremental() %}
         {{ return(none) }}
     {% endif %}
-    {% set scope = declared_scope() %}
+    {% set scope = backfill_safe.declared_scope() %}
     {% if scope is none %}
         {{ return(none) }}
     {% endif %}
-    {% if scope_keys() is none %}
+    {% if backfill_safe.scope_keys() is none %}
         {{ return(none) }}
     {% endif %}
     {% set event_time = scope.event.column %}
     {#- as text: the embedded engine returns dates, the Thrift Server strings -#}
     {#- memoized: the select and the MERGE both ask -#}
-    {% set rows = memoized_rows(
+    {% set rows = backfill_safe.memoized_rows(
         "select distinct date_format(" ~ event_time ~ ", 'yyyy-MM-dd') as event_date from "
-        ~ versions_in_scope(scope.event.source_name, scope.event.table,
-                            cached_scope_keys_subquery(), scope.key)
+        ~ backfill_safe.versions_in_scope(scope.event.source_name, scope.event.table,
+                            backfill_safe.cached_scope_keys_subquery(), scope.key)
         ~ " as versions where " ~ event_time ~ " is not null") %}
     {% set dates = [] %}
     {% for row in rows %}

@@ -11,8 +11,8 @@
     {% if not scoped_keys %}
         {{ return(none) }}
     {% endif %}
-    {% set scope = declared_scope() %}
+    {% set scope = backfill_safe.declared_scope() %}
     {% set event_date = config.get('meta').backfill_safe.event_date %}
-    {% set dates = scope_event_dates(event_date) %}
+    {% set dates = backfill_safe.scope_event_dates(event_date) %}
     {{ return("(" ~ dates ~ ") and " ~ scope.key ~ " in (" ~ scoped_keys ~ ")") }}
 {% endmacro %}

@@ -21,7 +21,7 @@
     {% if not is_incremental() %}
         {{ return(none) }}
     {% endif %}
-    {% set scope = declared_scope() %}
+    {% set scope = backfill_safe.declared_scope() %}
     {% if scope is none %}
         {{ exceptions.raise_compiler_error(
             "model " ~ this ~ ": scope_keys needs config.meta.backfill_safe.scope") }}
@@ -29,7 +29,7 @@
     {% set key = scope.key %}
     {% set event_source = source(scope.event.source_name, scope.event.table) %}
     {% set event_time = scope.event.column %}
-    {% set window = backfill_window() %}
+    {% set window = backfill_safe.backfill_window() %}
     {% if window is not none %}
         {% set event_date = (config.get('meta') or {}).get('backfill_safe', {}).get('event_date') %}
         {% set in_window %}
@@ -45,7 +45,7 @@
     {% endif %}
     {% set branches = [] %}
     {% for direct in scope.direct %}
-        {% set changed_versions = changed_versions_predicate(scope.domain, direct.update_column) %}
+        {% set changed_versions = backfill_safe.changed_versions_predicate(scope.domain, direct.update_column) %}
         {% if changed_versions is none %}
             {{ return(none) }}
         {% endif %}
@@ -53,7 +53,7 @@
             ~ " where " ~ changed_versions) %}
     {% endfor %}
     {% for reached in scope.through %}
-        {% do branches.extend(scope_keys_through(scope, reached)) %}
+        {% do branches.extend(backfill_safe.scope_keys_through(scope, reached)) %}
     {% endfor %}
     {{ return(branches | join("\nunion\n")) }}
 {% endmacro %}
@@ -80,12 +80,12 @@
     {% set updated = reached.update_column %}
     {% set members = source(reached.source_name, reached.table) %}
     {% set via = source(reached.via.source_name, reached.via.table) %}
-    {% set changed_versions = changed_versions_predicate(scope.domain, updated) %}
+    {% set changed_versions = backfill_safe.changed_versions_predicate(scope.domain, updated) %}
     {% if not reached.effective_dated %}
         {{ return(["select " ~ key ~ " from " ~ via ~ " where " ~ on ~ " in (select " ~ on
             ~ " from " ~ members ~ " where " ~ changed_versions ~ ")"]) }}
     {% endif %}
-    {% set first_change = memoized_rows(
+    {% set first_change = backfill_safe.memoized_rows(
         "select date_format(min(" ~ updated ~ "), 'yyyy-MM-dd HH:mm:ss.SSSSSS') from " ~ members
         ~ " where " ~ changed_versions)[0][0] %}
     {% if first_change is none %}

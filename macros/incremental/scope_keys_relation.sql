@@ -1,6 +1,6 @@
 {#- The session's temporary view of this model's keys in scope (cache_scope_keys). -#}
 {% macro scope_keys_relation() %}
-    {{ return('scope_keys__' ~ validated_identifier(this.identifier)) }}
+    {{ return('scope_keys__' ~ backfill_safe.validated_identifier(this.identifier)) }}
 {% endmacro %}
 
 {#- The session's temporary view of the landed versions of landed table `source_name`.`table`
@@ -8,15 +8,15 @@
     of its keys in scope for a direct source of its scope, those of the members the versions
     in scope name for a lookup. -#}
 {% macro scope_versions_relation(source_name, table) %}
-    {{ return('scope_versions__' ~ validated_identifier(source_name) ~ '__'
-        ~ validated_identifier(table) ~ '__' ~ validated_identifier(this.identifier)) }}
+    {{ return('scope_versions__' ~ backfill_safe.validated_identifier(source_name) ~ '__'
+        ~ backfill_safe.validated_identifier(table) ~ '__' ~ backfill_safe.validated_identifier(this.identifier)) }}
 {% endmacro %}
 
 {#- The subquery of this model's keys in scope that cache_scope_keys returns: the text by which
     versions_in_scope recognises the run's scope. -#}
 {% macro cached_scope_keys_subquery() %}
-    {% set scope = declared_scope() %}
-    {{ return('select ' ~ scope.key ~ ' from ' ~ scope_keys_relation()) }}
+    {% set scope = backfill_safe.declared_scope() %}
+    {{ return('select ' ~ scope.key ~ ' from ' ~ backfill_safe.scope_keys_relation()) }}
 {% endmacro %}
 
 {#- The names of the cached temporary views a run shares between the models of one dbt
@@ -33,13 +33,13 @@
     {% set cached = (scope.direct + scope.lookups) | map(attribute='name') | list %}
     {#- the lookback: a domain's name, or the model's own window in days -#}
     {% set domain = ('lookback_' ~ scope.domain ~ '_days') if scope.domain is integer
-        else validated_identifier(scope.domain) | lower %}
+        else backfill_safe.validated_identifier(scope.domain) | lower %}
     {% set suffix = domain ~ '_' ~ invocation ~ '_'
         ~ local_md5((changed | trim) ~ ' ' ~ scope.key ~ ' ' ~ cached | join(' '))[:12] %}
     {% set versions = {} %}
     {% for table in scope.direct + scope.lookups %}
         {% do versions.update({table.name: 'scope_shared_versions_'
-            ~ validated_identifier(table.source_name) ~ '_' ~ validated_identifier(table.table)
+            ~ backfill_safe.validated_identifier(table.source_name) ~ '_' ~ backfill_safe.validated_identifier(table.table)
             ~ '__' ~ suffix}) %}
     {% endfor %}
     {{ return({

@@ -3,9 +3,10 @@
     guarded_merge_sql; every other merge model gets dbt-spark's own MERGE, unchanged (the
     benchmark's naive baseline, a team's plain models). -#}
 {% macro spark__get_merge_sql(target, source, unique_key, dest_columns, incremental_predicates) %}
-    {% if not is_framework_model() %}
+    {% if not backfill_safe.is_framework_model() %}
         {{ return(dbt.spark__get_merge_sql(
             target, source, unique_key, dest_columns, incremental_predicates)) }}
     {% endif %}
-    {{ return(guarded_merge_sql(target, source, unique_key, incremental_predicates)) }}
+    {{ return(backfill_safe.guarded_merge_sql(
+        target, source, unique_key, incremental_predicates)) }}
 {% endmacro %}

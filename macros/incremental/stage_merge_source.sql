@@ -1,16 +1,16 @@
-{#- The MERGE source of a model with meta `stage_merge_source: true`, written once to a
-    Parquet table in schema `scratch` (staged_merge_source_relation) before its MERGE, which then
-    reads that table. Without it the MERGE reads dbt-spark's temporary view, i.e. evaluates the
+{#- The MERGE source of a framework model (unless its meta says `stage_merge_source: false`),
+    written once to a Parquet table in schema `scratch` (staged_merge_source_relation) before its
+    MERGE, which then reads that table. Without it the MERGE reads dbt-spark's temporary view, i.e. evaluates the
     model's whole select once per pass of Iceberg's copy-on-write MERGE and once per reference
     to the scope inside it (measured at 1M lines: raw.order_items scanned 20-24 times in
     fct_order_item's one MERGE); Spark's cache is not read inside Iceberg's rewritten MERGE plan.
     Parquet, not Iceberg: the table is scratch, never branched, never versioned.
     Returns the relation the MERGE reads: `source` itself when the model does not ask for it. -#}
 {% macro stage_merge_source(source) %}
-    {% if not model_meta('stage_merge_source', false) %}
+    {% if not backfill_safe.model_meta('stage_merge_source', true) %}
         {{ return(source) }}
     {% endif %}
-    {% set staged = staged_merge_source_relation() %}
+    {% set staged = backfill_safe.staged_merge_source_relation() %}
     {#- statements, not run_query: DDL returns no rows, which run_query fails on through Thrift -#}
     {% call statement('create_scratch_schema', fetch_result=false) %}
         create schema if not exists {{ staged.split('.')[0] }}
@@ -28,17 +28,18 @@
     so two runs through one Thrift Server never share it. -#}
 {% macro staged_merge_source_relation() %}
     {% set run = (invocation_id | replace('-', ''))[:12] %}
-    {{ return('scratch.' ~ validated_identifier(this.identifier) ~ '__merge_source_' ~ run) }}
+    {{ return('scratch.' ~ backfill_safe.validated_identifier(this.identifier)
+        ~ '__merge_source_' ~ run) }}
 {% endmacro %}
 
-{#- Post-hook of a model with `stage_merge_source`: drops this invocation's staged source
+{#- Post-hook of a framework model (merge_source adds it): drops this invocation's staged source
     (stage_merge_source) once the MERGE committed. Renders nothing on a full build. -#}
 {% macro drop_staged_merge_source() %}
-    {% if not execute or not is_incremental() or not is_framework_model() %}
+    {% if not execute or not is_incremental() or not backfill_safe.is_framework_model() %}
         {{ return('') }}
     {% endif %}
-    {% if not model_meta('stage_merge_source', false) %}
+    {% if not backfill_safe.model_meta('stage_merge_source', true) %}
         {{ return('') }}
     {% endif %}
-    drop table if exists {{ staged_merge_source_relation() }}
+    drop table if exists {{ backfill_safe.staged_merge_source_relation() }}
 {% endmacro %}

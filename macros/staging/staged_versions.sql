@@ -9,10 +9,10 @@
     by them and Spark ranks only those keys). The staging models and the intermediate macros
     are built on it. -#}
 {% macro staged_versions(source_name, table, key_columns, keys_in=none, key_column=none) -%}
-    {%- set restricted = versions_in_scope(
+    {%- set restricted = backfill_safe.versions_in_scope(
         source_name, table, keys_in, key_column or key_columns[0]) -%}
     {%- set loadable -%}
-        ({{ screened_versions(restricted, source_name, table) }})
+        ({{ backfill_safe.screened_versions(restricted, source_name, table) }})
     {%- endset -%}
-    {{ latest_version(loadable, key_columns) }}
+    {{ backfill_safe.latest_version(loadable, key_columns) }}
 {%- endmacro %}

@@ -9,7 +9,7 @@
     {% if not keys_in %}
         {{ return(source(source_name, table)) }}
     {% endif %}
-    {% set scope = declared_scope() if execute else none %}
+    {% set scope = backfill_safe.declared_scope() if execute else none %}
     {% set name = source_name ~ '.' ~ table %}
     {% set column = key_column or (scope.key if scope else none) %}
     {% if column is none %}
@@ -18,13 +18,14 @@
     {% endif %}
     {% if scope %}
         {% if name in scope.direct | map(attribute='name') | list and column == scope.key
-            and keys_in == cached_scope_keys_subquery() %}
-            {{ return(scope_versions_relation(source_name, table)) }}
+            and keys_in == backfill_safe.cached_scope_keys_subquery() %}
+            {{ return(backfill_safe.scope_versions_relation(source_name, table)) }}
         {% endif %}
         {% for lookup in scope.lookups if lookup.name == name and column == lookup.on %}
-            {% if keys_in == 'select ' ~ lookup.on ~ ' from ' ~ scope_versions_relation(
-                    lookup.named_by.source_name, lookup.named_by.table) %}
-                {{ return(scope_versions_relation(source_name, table)) }}
+            {% if keys_in == 'select ' ~ lookup.on ~ ' from '
+                    ~ backfill_safe.scope_versions_relation(
+                        lookup.named_by.source_name, lookup.named_by.table) %}
+                {{ return(backfill_safe.scope_versions_relation(source_name, table)) }}
             {% endif %}
         {% endfor %}
     {% endif %}

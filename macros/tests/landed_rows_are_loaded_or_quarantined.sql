@@ -6,7 +6,7 @@
 {% test landed_rows_are_loaded_or_quarantined(model) %}
     {%- set log = adapter.get_relation(
         database=none, schema=var('control_schema', 'control'), identifier='landed_files') -%}
-    {%- set source_name, table = landed_table_of(model) if execute else ('', '') -%}
+    {%- set source_name, table = backfill_safe.landed_table_of(model) if execute else ('', '') -%}
     {%- if log is none %}
 select 1 as nothing
 where false
@@ -19,8 +19,8 @@ landed as (
         sum(file_rows) as file_rows
     from {{ log }}
     -- logged as source.table; the bare table name by a landing before the contract was declared
-    where table_name in ('{{ validated_identifier(source_name) }}.{{ validated_identifier(table) }}',
-                         '{{ validated_identifier(table) }}')
+    where table_name in ('{{ backfill_safe.validated_identifier(source_name) }}.{{ backfill_safe.validated_identifier(table) }}',
+                         '{{ backfill_safe.validated_identifier(table) }}')
     group by source_file
 ),
 
@@ -29,7 +29,7 @@ versions as (
         _source_file as source_file,
         count_if(_quarantine_reason is null) as loaded_rows,
         count_if(_quarantine_reason is not null) as quarantined_rows
-    from ({{ screened_versions(model, source_name, table, keep='all') }}) as screened
+    from ({{ backfill_safe.screened_versions(model, source_name, table, keep='all') }}) as screened
     group by _source_file
 )
 

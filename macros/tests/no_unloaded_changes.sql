@@ -8,7 +8,7 @@
     unique_key), so a declared model needs none. Fails with their count. -#}
 {% test no_unloaded_changes(model, expected_model=none, unique_key=none, domain=none,
                             date_column=none) %}
-{%- set declared = declared_model_of(model) if execute else none %}
+{%- set declared = backfill_safe.declared_model_of(model) if execute else none %}
 {%- if execute and declared is none
     and (expected_model is none or unique_key is none or domain is none or date_column is none) %}
     {{ exceptions.raise_compiler_error(
@@ -16,7 +16,7 @@
         ~ "so expected_model, unique_key, domain and date_column are all needed") }}
 {%- endif %}
 {%- set declared = declared or {} %}
-{{ unreflected_changes(
+{{ backfill_safe.unreflected_changes(
     model,
     expected_model or declared.get('current_state_relation'),
     unique_key or declared.get('unique_key', 'placeholder_key'),

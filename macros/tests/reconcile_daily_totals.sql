@@ -5,7 +5,7 @@
     (config.meta.backfill_safe: current_state, event_date, measures); `amount_column` names one
     measure instead. -#}
 {% test reconcile_daily_totals(model, expected_model=none, date_column=none, amount_column=none) %}
-{%- set declared = (declared_model_of(model) if execute else none) or {} %}
+{%- set declared = (backfill_safe.declared_model_of(model) if execute else none) or {} %}
 {%- set expected_model = expected_model or declared.get('current_state_relation') %}
 {%- set date_column = date_column or declared.get('event_date') %}
 {%- set measures = [amount_column] if amount_column else declared.get('measures', []) %}

@@ -14,7 +14,7 @@ runs as (
         row_number() over (order by started_at desc) as run_rank
     from {{ var('control_schema', 'control') }}.run_records
     where
-        model_name = '{{ validated_identifier(model.identifier) }}'
+        model_name = '{{ backfill_safe.validated_identifier(model.identifier) }}'
         and status = 'success'
         and window_start is null
         and snapshots_committed > 0

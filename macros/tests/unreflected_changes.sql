@@ -41,14 +41,14 @@ with
 
 watermark as (
     select max(watermark_ts) as watermark_ts
-    from {{ watermark_relation() }}
-    where pipeline_name = '{{ validated_identifier(model_name) }}'
+    from {{ backfill_safe.watermark_relation() }}
+    where pipeline_name = '{{ backfill_safe.validated_identifier(model_name) }}'
 ),
 
 bounds as (
     select
         watermark_ts
-        - make_dt_interval({{ lookback_days(domain, model_name) }}, 0, 0, 0) as window_start,
+        - make_dt_interval({{ backfill_safe.lookback_days(domain, model_name) }}, 0, 0, 0) as window_start,
         {%- if horizon_days is not none %}
         date_sub(cast(watermark_ts as date), {{ horizon_days | int }}) as horizon_start
         {%- else %}

@@ -12,7 +12,7 @@
     current_state_relation, measures, scope}. A declaration that is incomplete or names what does not
     exist is a compiler error naming the model and the key. `node` is a model node of the graph. -#}
 {% macro declared_model(node) %}
-    {% do check_framework_declaration(node) %}
+    {% do backfill_safe.check_framework_declaration(node) %}
     {% set block = (node.config.meta or {}).get('backfill_safe') %}
     {% set where = "model " ~ node.name ~ " (" ~ node.original_file_path
         ~ "), config.meta.backfill_safe" %}
@@ -61,7 +61,7 @@
             ~ "' is no model of the project") }}
     {% endif %}
     {% set state = states[0] %}
-    {% set scope = scope_declaration(where, block) %}
+    {% set scope = backfill_safe.scope_declaration(where, block) %}
     {% if scope is not none and documented and scope.key not in documented %}
         {{ exceptions.raise_compiler_error(where ~ ".scope: key '" ~ scope.key ~ "' is not among "
             ~ "the model's documented columns " ~ documented) }}
@@ -90,7 +90,7 @@
         {% for node in graph.nodes.values() | sort(attribute='name')
             if node.resource_type == 'model'
             and (node.config.meta or {}).get('backfill_safe') is not none %}
-            {% do found.append(declared_model(node)) %}
+            {% do found.append(backfill_safe.declared_model(node)) %}
         {% endfor %}
     {% endif %}
     {{ return(found) }}
@@ -104,7 +104,7 @@
         and (node.schema | lower) == (relation.schema | lower)
         and (node.alias | lower) == (relation.identifier | lower)
         and (node.config.meta or {}).get('backfill_safe') is not none %}
-        {{ return(declared_model(node)) }}
+        {{ return(backfill_safe.declared_model(node)) }}
     {% endfor %}
     {{ return(none) }}
 {% endmacro %}

@@ -5,7 +5,7 @@
 {% macro generate_schema_name(custom_schema_name, node) -%}
     {%- set dual_run_model = var('dual_run_model', none) -%}
     {%- if dual_run_model is not none and node is not none and node.name == dual_run_model -%}
-        {{ validated_identifier(var('dual_run_schema', 'dual_run')) | trim }}
+        {{ backfill_safe.validated_identifier(var('dual_run_schema', 'dual_run')) | trim }}
     {%- elif custom_schema_name is none -%}
         {{ target.schema }}
     {%- else -%}

@@ -25,7 +25,7 @@
 {% macro check_framework_declaration(node) %}
     {% set where = "model " ~ node.name ~ " (" ~ node.original_file_path ~ ")" %}
     {% set cfg = node.config %}
-    {% if is_framework_model(node) %}
+    {% if backfill_safe.is_framework_model(node) %}
         {% set problems = [] %}
         {% if cfg.materialized != 'incremental' %}
             {% do problems.append(
@@ -41,6 +41,13 @@
         {% if cfg.file_format != 'iceberg' %}
             {% do problems.append(
                 "file_format='iceberg' (it is '" ~ cfg.file_format ~ "')") %}
+        {% endif %}
+        {#- a backfill's writes reach its branch only on a WAP-enabled table: without it they
+            would land on main, unpublished and unisolated -#}
+        {% if (cfg.tblproperties or {}).get('write.wap.enabled') | string | lower != 'true' %}
+            {% do problems.append("tblproperties {'write.wap.enabled': 'true'} (backfills "
+                ~ "write to a branch of the table; it is " ~ (cfg.tblproperties or {}).get(
+                    'write.wap.enabled') ~ ")") %}
         {% endif %}
         {% if problems %}
             {{ exceptions.raise_compiler_error(where ~ ": its select ends with merge_source(), "

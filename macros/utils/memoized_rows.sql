@@ -9,7 +9,7 @@
     macros no other), keyed by invocation_id, so a manifest kept across invocations (the
     backfill runner's) never hands one invocation's answers to the next. -#}
 {% macro memoized_rows(sql) %}
-    {% set memo = invocation_memo() %}
+    {% set memo = backfill_safe.invocation_memo() %}
     {% if sql not in memo %}
         {% do memo.update({sql: run_query(sql).rows}) %}
     {% endif %}
@@ -19,7 +19,7 @@
 {#- Drops every memoized answer of this invocation (memoized_rows): the next call of each query
     runs it again. -#}
 {% macro forget_memoized_rows() %}
-    {% do invocation_memo().clear() %}
+    {% do backfill_safe.invocation_memo().clear() %}
 {% endmacro %}
 
 {#- This invocation's memo (memoized_rows): a dict from SQL to rows, kept in `graph`. -#}

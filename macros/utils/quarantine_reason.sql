@@ -15,14 +15,15 @@
     The expression names the table's columns unqualified (reject_if's SQL is written so): use
     it where they are unambiguous, e.g. over one relation. -#}
 {% macro quarantine_reason(source_name, table) %}
-    {%- set contract = landing_contract(source_name, table) -%}
+    {%- set contract = backfill_safe.landing_contract(source_name, table) -%}
     {%- set where = "source " ~ source_name ~ "." ~ table ~ " (backfill_safe.quarantine)" -%}
     {%- set live = "not coalesce(is_deleted, false) and " -%}
     {%- set numeric = ('bigint', 'int', 'integer', 'smallint', 'tinyint', 'long', 'short') -%}
     {%- set rules = [] -%}
     {%- for key in contract.unique_key -%}
         {%- do rules.append((key ~ " is null", "null key " ~ key)) -%}
-        {%- set data_type = (contract_column_type(source_name, table, key) or '') | lower -%}
+        {%- set data_type = (backfill_safe.contract_column_type(source_name, table, key)
+            or '') | lower -%}
         {%- if data_type in numeric -%}
             {%- do rules.append((key ~ " <= 0", "malformed key " ~ key ~ " (not positive)")) -%}
         {%- endif -%}
@@ -30,7 +31,7 @@
     {%- set updated = contract.update_column -%}
     {%- do rules.append((updated ~ " is null", "null " ~ contract.update_column)) -%}
     {%- do rules.append((updated ~ " > _loaded_at + make_dt_interval(0, 0, "
-        ~ (var('clock_skew_tolerance_minutes') | int) ~ ", 0)",
+        ~ (var('clock_skew_tolerance_minutes', 60) | int) ~ ", 0)",
         contract.update_column ~ " later than its landing (source clock ahead)")) -%}
     {%- for rule in contract.quarantine -%}
         {%- if rule is not mapping -%}

@@ -1,14 +1,14 @@
 {#- The quarantined versions of one landed raw table, one row each: source and table, key,
     reason, update and landing time, file, and the landed row as JSON (audit_quarantined_rows). -#}
 {% macro quarantined_versions(source_name, table) %}
-    {%- set contract = landing_contract(source_name, table) %}
+    {%- set contract = backfill_safe.landing_contract(source_name, table) %}
     {#- while dbt parses, the view's tables are not known yet (landed_tables reads the graph):
         a placeholder that registers no source -#}
     {%- set relation = source(source_name, table) if execute
-        else validated_identifier(source_name ~ '__' ~ table) %}
+        else backfill_safe.validated_identifier(source_name ~ '__' ~ table) %}
     select
-        '{{ validated_identifier(source_name) }}' as source_name,
-        '{{ validated_identifier(table) }}' as source_table,
+        '{{ backfill_safe.validated_identifier(source_name) }}' as source_name,
+        '{{ backfill_safe.validated_identifier(table) }}' as source_table,
         concat_ws(
             '|',
             {% for key in contract.unique_key -%}
@@ -20,5 +20,5 @@
         _loaded_at,
         _source_file,
         to_json(struct(*)) as landed_row
-    from ({{ screened_versions(relation, source_name, table, keep='quarantined') }}) as quarantined
+    from ({{ backfill_safe.screened_versions(relation, source_name, table, keep='quarantined') }}) as quarantined
 {%- endmacro %}

@@ -8,7 +8,7 @@
     One window over the key (peers: same updated_at and file), the partitioning latest_version
     uses next, so Spark shuffles the versions once. -#}
 {% macro screened_versions(relation, source_name, table, keep='valid') %}
-    {%- set contract = landing_contract(source_name, table) -%}
+    {%- set contract = backfill_safe.landing_contract(source_name, table) -%}
     {%- set keys = contract.unique_key -%}
     {%- if keep not in ('valid', 'quarantined', 'all') -%}
         {{ exceptions.raise_compiler_error(
@@ -28,7 +28,7 @@
         from (
             select
                 hashed.*,
-                {{ quarantine_reason(source_name, table) }} as _row_problem,
+                {{ backfill_safe.quarantine_reason(source_name, table) }} as _row_problem,
                 -- over the versions of the key with the same updated_at and file (the peers of
                 -- the row in this order): the same partitioning as latest_version's, one shuffle
                 min(hashed._payload) over peers as _least_payload,

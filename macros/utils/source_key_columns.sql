@@ -1,5 +1,5 @@
 {#- The business key columns of a landed raw table, as its source declares them
     (landing_contract: config.meta.backfill_safe.unique_key). -#}
 {% macro source_key_columns(source_name, table) %}
-    {{ return(landing_contract(source_name, table).unique_key) }}
+    {{ return(backfill_safe.landing_contract(source_name, table).unique_key) }}
 {%- endmacro %}

@@ -34,10 +34,10 @@
   {%- endif %}
     {%- endset -%}
     {%- set fingerprint = local_md5(statement ~ ' as ' ~ sql) -%}
-    {%- if view_is_current(relation, fingerprint) -%}
+    {%- if backfill_safe.view_is_current(relation, fingerprint) -%}
         select '{{ relation }}' as view_unchanged
     {%- else -%}
-        {%- do drop_view_to_replace(relation, sql) -%}
+        {%- do backfill_safe.drop_view_to_replace(relation, sql) -%}
         {{ statement }}
   tblproperties ('backfill_safe.view_md5' = '{{ fingerprint }}')
   as

@@ -12,7 +12,7 @@
     {% elif value is string %}
         {{ return("'" ~ value | replace('\\', '\\\\') | replace("'", "\\'") ~ "'") }}
     {% elif value.strftime is defined and value.hour is defined %}
-        {{ return(timestamp_literal(value) | trim) }}
+        {{ return(backfill_safe.timestamp_literal(value) | trim) }}
     {% elif value.strftime is defined %}
         {{ return("date'" ~ value.strftime('%Y-%m-%d') ~ "'") }}
     {% endif %}
