@@ -187,3 +187,39 @@ def test_the_second_example_is_new_files_only():
              for path in framework for number, line in enumerate(path.read_text().splitlines(), 1)
              if pattern.search(line)]
     assert not named, "outside its own files, the project names the rides example:\n" + "\n".join(named)
+
+
+def test_dbt_parse_prints_no_deprecation(tmp_path: Path):
+    """dbt 1.11's conventions (generic test arguments under `arguments:`, ...): a full parse
+    with every deprecation shown prints none."""
+    import subprocess
+    import sys
+
+    from pipeline import paths
+
+    paths.export_environment()
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "dbt"), "parse", "--no-partial-parse", "--show-all-deprecations",
+         "--project-dir", str(PROJECT_DIR), "--profiles-dir", str(paths.PROFILES_DIR),
+         "--target-path", str(tmp_path / "target"), "--log-path", str(tmp_path / "logs")],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "deprecat" not in (done.stdout + done.stderr).lower(), done.stdout[-3000:]
+
+
+def test_framework_macros_call_each_other_by_package_name():
+    """Installed as a package, a framework macro runs in the context of the team's model, where
+    an unqualified name finds only that project's macros: every call of a framework macro
+    inside the framework is written `backfill_safe.name(` (jinja_calls)."""
+    from jinja_calls import defined_macros, unqualified_calls
+
+    files = [p for p in sorted((PROJECT_DIR / "macros").rglob("*.sql"))
+             if "examples" not in p.relative_to(PROJECT_DIR / "macros").parts]
+    names = defined_macros(files)
+    assert {"merge_source", "guarded_merge_sql", "advance_watermark"} <= names
+    found = [f"{f.relative_to(PROJECT_DIR)}: {name}(" for f in files
+             for _, name in unqualified_calls(f.read_text(), names)]
+    assert not found, "\n".join(found)
+    # the scanner sees a call in code, and not in a string or a comment
+    assert unqualified_calls("{{ merge_source('live') }}", names) == [(3, "merge_source")]
+    assert unqualified_calls("{# merge_source() #}{{ x('merge_source()') }}", names) == []
