@@ -10,10 +10,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-PROJECT_DIR = Path(__file__).resolve().parents[2]
-PROFILES_DIR = PROJECT_DIR / "profiles"
-DEFAULT_JAR = PROJECT_DIR / ".venv" / "iceberg" / "iceberg-spark-runtime.jar"
-LOCALFS_JAR = PROJECT_DIR / ".venv" / "jars" / "backfill-safe-localfs.jar"
+# The framework's own repository (installed editable by scripts/bootstrap.sh): its jars.
+FRAMEWORK_DIR = Path(__file__).resolve().parents[2]
+# The dbt project the tools work on: DBT_PROJECT_DIR and DBT_PROFILES_DIR, as dbt itself reads
+# them (a team's project that installs the framework as a package), else this repository and
+# its profile (the examples).
+PROJECT_DIR = Path(os.environ.get("DBT_PROJECT_DIR") or FRAMEWORK_DIR).resolve()
+PROFILES_DIR = Path(os.environ.get("DBT_PROFILES_DIR") or FRAMEWORK_DIR / "profiles").resolve()
+DEFAULT_JAR = FRAMEWORK_DIR / ".venv" / "iceberg" / "iceberg-spark-runtime.jar"
+LOCALFS_JAR = FRAMEWORK_DIR / ".venv" / "jars" / "backfill-safe-localfs.jar"
 
 
 def state_dir() -> Path:
@@ -28,13 +33,21 @@ def target_dir() -> Path:
 
 
 def project_var(name: str) -> object:
-    """The default of dbt var `name` in dbt_project.yml (what a run without --vars uses)."""
+    """The default of dbt var `name` in the project's dbt_project.yml (what a run without
+    --vars uses); KeyError when the project does not set it."""
     import yaml  # dbt's own dependency
 
     variables = yaml.safe_load((PROJECT_DIR / "dbt_project.yml").read_text()).get("vars") or {}
     if name not in variables:
         raise KeyError(f"dbt_project.yml: no var {name!r}")
     return variables[name]
+
+
+def profile_name() -> str:
+    """The `profile:` of the project's dbt_project.yml."""
+    import yaml  # dbt's own dependency
+
+    return str(yaml.safe_load((PROJECT_DIR / "dbt_project.yml").read_text())["profile"])
 
 
 def export_environment() -> None:

@@ -54,24 +54,29 @@ def lock_warehouse(state: Path) -> None:
 
 
 def render_profile(target: str | None = None) -> dict:
-    """One output of profiles/profiles.yml rendered as dbt renders it (env_var and the
-    as_number / as_bool / as_text filters): `target`, else DBT_TARGET, else the profile's default."""
-    text = (paths.PROFILES_DIR / "profiles.yml").read_text()
+    """One output of the project's profile (its dbt_project.yml `profile:` in profiles.yml of
+    the profiles folder) rendered as dbt renders it (env_var and the as_number / as_bool /
+    as_text filters): `target`, else DBT_TARGET, else the profile's default."""
+    path = paths.PROFILES_DIR / "profiles.yml"
+    text = path.read_text()
 
     def env_var(name: str, default: str | None = None) -> str:
         if name in os.environ:
             return os.environ[name]
         if default is None:
-            raise KeyError(f"profiles/profiles.yml: environment variable {name} is not set")
+            raise KeyError(f"{path}: environment variable {name} is not set")
         return default
 
     environment = jinja2.Environment()
     environment.filters.update(as_number=lambda v: v, as_bool=lambda v: v, as_text=lambda v: v)
-    rendered = environment.from_string(text).render(env_var=env_var)
-    profile = yaml.safe_load(rendered)["backfill_safe"]
+    rendered = yaml.safe_load(environment.from_string(text).render(env_var=env_var))
+    name = paths.profile_name()
+    if name not in (rendered or {}):
+        raise KeyError(f"{path}: no profile {name!r} (the `profile:` of {paths.PROJECT_DIR / 'dbt_project.yml'})")
+    profile = rendered[name]
     target = target or profile["target"]
     if target not in profile["outputs"]:
-        raise KeyError(f"profiles/profiles.yml: no target {target!r} (DBT_TARGET); "
+        raise KeyError(f"{path}: no target {target!r} (DBT_TARGET); "
                        f"targets: {sorted(profile['outputs'])}")
     return profile["outputs"][target]
 

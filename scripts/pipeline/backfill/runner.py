@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Callable
 
-import yaml
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
@@ -80,8 +79,11 @@ class Plan:
 
 
 def max_batch_days() -> int:
-    project = yaml.safe_load((paths.PROJECT_DIR / "dbt_project.yml").read_text())
-    return int(project["vars"]["backfill_max_batch_days"])
+    """var backfill_max_batch_days of the project (default 31)."""
+    try:
+        return int(paths.project_var("backfill_max_batch_days"))
+    except KeyError:
+        return 31
 
 
 def _owner_gone(owner: str) -> bool:

@@ -1,0 +1,14 @@
+with
+
+current_version as (
+    {{ backfill_safe.staged_versions('helpdesk', 'tickets', ['ticket_id']) }}
+)
+
+select
+    ticket_id,
+    cast(opened_at as date) as opened_date,
+    lower(queue) as queue,
+    amount,
+    updated_at,
+    coalesce(is_deleted, false) as is_deleted
+from current_version

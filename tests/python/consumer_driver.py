@@ -1,0 +1,67 @@
+"""A team's day with the framework installed as a package, in a process of its own (its own
+dbt project, its own state folder and Derby metastore: DBT_PROJECT_DIR, DBT_PROFILES_DIR and
+PIPELINE_STATE_DIR are set by tests/python/test_package_install.py). Every step is the
+`pipeline` command or dbt as a user runs them, in one process (one JVM):
+
+    python consumer_driver.py DAY1_CSV DAY2_CSV
+
+land day 1, `dbt build`; land day 2 (late corrections, a delete, a duplicate), `dbt build`;
+damage one date of the fact, then `pipeline backfill` over every date. The outcome is one line
+`RESULT <json>` on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+
+FACT = "analytics_marts.fct_ticket"
+
+
+def main(day1: str, day2: str) -> int:
+    from pipeline import cli, iceberg, paths
+    from pipeline.dbt import Dbt
+    from pipeline.engine import get_engine
+
+    spark = get_engine()
+    dbt = Dbt(quiet=True)
+
+    def rows() -> list[list]:
+        return [[r[0], str(r[1]), r[2], str(r[3])]
+                for r in spark.sql(f"select ticket_id, opened_date, queue, amount from {FACT} order by 1").collect()]
+
+    def build() -> dict[str, str]:
+        return {r.name: r.status for r in dbt.invoke("build")}
+
+    outcome: dict[str, object] = {"project_dir": str(paths.PROJECT_DIR)}
+    outcome["land_1"] = cli.main(["land", day1])
+    outcome["build_1"] = build()
+    outcome["rows_1"] = rows()
+    outcome["land_2"] = cli.main(["land", day2])
+    outcome["build_2"] = build()
+    outcome["rows_2"] = rows()
+    outcome["watermark"] = str(iceberg.watermarks(spark).get("fct_ticket"))
+    outcome["run_records"] = [[r[0], str(r[1]), r[2], r[3], r[4], r[5]] for r in spark.sql(
+        "select status, watermark_after, snapshots_committed, added_records, deleted_records,"
+        " changed_partitions from control.run_records where model_name = 'fct_ticket'"
+        " order by started_at").collect()]
+    outcome["tables"] = sorted(f"{r[0]}.{r[1]}" for db in ("control", "analytics_marts", "helpdesk_raw")
+                               for r in spark.sql(f"show tables in {db}").collect())
+    # a bad deploy: every amount of one date off by one; a backfill over all dates restates it
+    spark.sql(f"update {FACT} set amount = amount + 1 where opened_date = date'2025-03-02'")
+    outcome["rows_damaged"] = rows()
+    outcome["backfill"] = cli.main(["backfill", "--start", "2025-03-01", "--end", "2025-03-08",
+                                    "--batch-days", "7", "--select", "fct_ticket",
+                                    "--reason", "restate after a bad deploy"])
+    outcome["rows_3"] = rows()
+    outcome["backfill_runs"] = [[r[0], r[1]] for r in spark.sql(
+        "select status, reason from control.backfill_runs").collect()]
+    print("RESULT " + json.dumps(outcome), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))
