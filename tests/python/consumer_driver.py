@@ -50,6 +50,7 @@ def main(day1: str, day2: str) -> int:
         " order by started_at").collect()]
     outcome["tables"] = sorted(f"{r[0]}.{r[1]}" for db in ("control", "analytics_marts", "helpdesk_raw")
                                for r in spark.sql(f"show tables in {db}").collect())
+    outcome["restate_dry_run"] = cli.main(["restate", "--dry-run"])
     # a bad deploy: every amount of one date off by one; a backfill over all dates restates it
     spark.sql(f"update {FACT} set amount = amount + 1 where opened_date = date'2025-03-02'")
     outcome["rows_damaged"] = rows()

@@ -106,6 +106,7 @@ def test_a_teams_project_installs_the_framework_and_gets_its_guarantees(tmp_path
     assert built == ["audit_quarantined_rows", "fct_ticket", "stg_helpdesk__tickets"], built
     assert not [s for s in manifest["sources"] if not s.startswith("source.helpdesk_analytics.")]
 
+    assert outcome["restate_dry_run"] == 0  # the audit covers the team's model: nothing late
     # the backfill restated the damaged date from the current state, published
     assert outcome["rows_damaged"] != expected
     assert outcome["backfill"] == 0

@@ -131,7 +131,13 @@ def test_the_guide_shows_the_example_files_as_they_are():
     """A guide's block whose first line is a path comment is that whole file; one marked
     `(excerpt)` is a verbatim part of it. The example's tests build those files, so the guide's
     example builds."""
-    guide = (PROJECT_DIR / "docs" / "guides" / "add-a-source-and-a-model.md").read_text()
+    checked = []
+    for guide in ("add-a-source-and-a-model.md", "adopt-the-framework.md"):
+        checked += _checked_blocks((PROJECT_DIR / "docs" / "guides" / guide).read_text())
+    assert len(checked) >= 10, checked  # sources, staging, current state, fact and yml; the consumer's
+
+
+def _checked_blocks(guide: str) -> list[str]:
     checked = []
     for first, body in _code_blocks(guide):
         named = re.fullmatch(r"(?:--|#) ((?:models|macros|tests)/\S+)( \(excerpt\))?", first)
@@ -145,7 +151,7 @@ def test_the_guide_shows_the_example_files_as_they_are():
         else:
             assert body == text, f"the guide's {named.group(1)} differs from the file"
         checked.append(named.group(1))
-    assert len(checked) >= 5, checked  # the sources, staging, current state, fact and its yml
+    return checked
 
 
 def test_every_test_the_docs_cite_exists():
