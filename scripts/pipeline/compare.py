@@ -65,10 +65,20 @@ def compare(spark: Sql, dbt: Dbt, model: str, scratch_schema: str = "dual_run",
     if not iceberg.table_exists(spark, target.relation):
         raise CompareError(f"{target.relation} does not exist yet: build it first (dbt build)")
     scratch = f"{scratch_schema}.{target.relation.split('.')[1]}"
+    dual_run_vars = json.dumps({"dual_run_model": model, "dual_run_schema": scratch_schema})
+    # the full refresh must land in the scratch schema, never in the model's own: the project's
+    # generate_schema_name routes it (backfill_safe.dual_run_schema); checked before any build
+    dbt.invoke("parse", "--vars", dual_run_vars)
+    routed = {m.name: m for m in incremental_models()}[model].relation
+    dbt.invoke("parse")
+    if routed.split(".")[0] != scratch_schema:
+        raise CompareError(
+            f"the project's generate_schema_name puts the dual run's build of {model} in {routed}, not in "
+            f"{scratch_schema}: make it return backfill_safe.dual_run_schema(node) first when that is not none "
+            "(docs/guides/adopt-the-framework.md); nothing was built")
     spark.sql(f"create schema if not exists {scratch_schema}")
     try:
-        dbt.invoke("run", "--select", model, "--full-refresh",
-                   "--vars", json.dumps({"dual_run_model": model, "dual_run_schema": scratch_schema}))
+        dbt.invoke("run", "--select", model, "--full-refresh", "--vars", dual_run_vars)
         return diff(spark, model, target.relation, scratch, target.unique_key)
     finally:
         if not keep:

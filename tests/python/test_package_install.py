@@ -107,6 +107,12 @@ def test_a_teams_project_installs_the_framework_and_gets_its_guarantees(tmp_path
     assert not [s for s in manifest["sources"] if not s.startswith("source.helpdesk_analytics.")]
 
     assert outcome["restate_dry_run"] == 0  # the audit covers the team's model: nothing late
+    # the dual run: equal to a full refresh of the model, key by key; the status page shows it
+    assert outcome["compare_unrouted"] == 2 and outcome["unrouted_left_the_table"]
+    assert outcome["compare"] == 0
+    assert {k: outcome["compared"][k] for k in ("identical", "modified", "missing", "extra", "equal")} == {
+        "identical": 6, "modified": 0, "missing": 0, "extra": 0, "equal": True}, outcome["compared"]
+    assert outcome["report"] == 0 and outcome["report_names_the_model"]
     # the backfill restated the damaged date from the current state, published
     assert outcome["rows_damaged"] != expected
     assert outcome["backfill"] == 0
