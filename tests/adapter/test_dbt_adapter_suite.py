@@ -19,6 +19,9 @@ other classes pass as they do with it (checked by hand; the note of issue 28).""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 from dbt.tests.adapter.basic.test_base import BaseSimpleMaterializations
 from dbt.tests.adapter.basic.test_generic_tests import BaseGenericTests
@@ -125,3 +128,27 @@ class TestOnSchemaChangeMerge(BaseIncrementalOnSchemaChangeSetup):
 
     def test_run_incremental_append_new_columns(self, project):
         self.run_incremental_append_new_columns(project)
+
+
+class TestFrameworkModelInAProjectWithoutLandedSources:
+    """A team that just installed the package, before declaring any landed source: the
+    framework's own model (audit_quarantined_rows) builds, empty, instead of failing the run."""
+
+    @pytest.fixture(scope="class", autouse=True)
+    def framework_models(self, framework_installed, project_root):
+        from conftest import FRAMEWORK_DIR
+
+        package = Path(project_root) / "dbt_packages" / "backfill_safe"
+        # a copy: dbt does not follow a symlinked folder inside a project's model path
+        shutil.copytree(FRAMEWORK_DIR / "models" / "audit", package / "models" / "audit")
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"plain_model.sql": "select 1 as id"}
+
+    def test_the_quarantine_view_builds_empty(self, project):
+        results = run_dbt(["run"])
+        assert sorted((r.node.name, str(r.status)) for r in results) == [
+            ("audit_quarantined_rows", "success"), ("plain_model", "success")]
+        [relation] = [r.node.relation_name for r in results if r.node.name == "audit_quarantined_rows"]
+        assert project.run_sql(f"select count(*) from {relation}", fetch="one")[0] == 0
