@@ -254,26 +254,44 @@ BROKEN_DECLARATIONS = {
 }
 
 
-@pytest.mark.parametrize("case", BROKEN_DECLARATIONS)
-def test_an_inconsistent_declaration_is_a_compile_error_naming_the_model_and_the_key(base: Warehouse, case: str):
+def _example_node(block: dict, tblproperties: dict | None = None) -> dict:
+    """A model node of the framework's kind, as dbt's graph holds it."""
+    return {"name": "fct_example", "unique_id": "model.backfill_safe.fct_example", "original_file_path": "models/x.sql",
+            "database": None, "schema": "marts", "alias": "fct_example",
+            "config": {"unique_key": "order_id", "materialized": "incremental", "incremental_strategy": "merge",
+                       "file_format": "iceberg", "meta": {"backfill_safe": block},
+                       "tblproperties": {"write.wap.enabled": "true"} if tblproperties is None else tblproperties},
+            "depends_on": {"macros": ["macro.backfill_safe.merge_source"], "nodes": []},  # the kind
+            "columns": {"order_id": {}, "order_date": {}}}
+
+
+def _declaration_error(base: Warehouse, node: dict) -> str:
+    """The compile error of macro declared_model on `node`; run-operation writes it to dbt's log
+    only (the invocation fails)."""
     import json
 
     from pipeline.dbt import DbtError
 
-    block, message = BROKEN_DECLARATIONS[case]
-    node = {"name": "fct_example", "unique_id": "model.backfill_safe.fct_example", "original_file_path": "models/x.sql",
-            "database": None, "schema": "marts", "alias": "fct_example",
-            "config": {"unique_key": "order_id", "materialized": "incremental", "incremental_strategy": "merge",
-                       "file_format": "iceberg", "meta": {"backfill_safe": block}},
-            "depends_on": {"macros": ["macro.backfill_safe.merge_source"], "nodes": []},  # the kind
-            "columns": {"order_id": {}, "order_date": {}}}
-    # the invocation fails; run-operation writes the macro's compile error to dbt's log only
     log = Path(os.environ["PIPELINE_STATE_DIR"]) / "logs" / "dbt.log"
     start = log.stat().st_size if log.exists() else 0
     with pytest.raises(DbtError):
         base.dbt.invoke("run-operation", "declared_model", "--args", json.dumps({"node": node}))
     with log.open() as handle:
         handle.seek(start if log.stat().st_size >= start else 0)  # dbt rotates its log at 10 MB
-        error = handle.read()
+        return handle.read()
+
+
+@pytest.mark.parametrize("case", BROKEN_DECLARATIONS)
+def test_an_inconsistent_declaration_is_a_compile_error_naming_the_model_and_the_key(base: Warehouse, case: str):
+    block, message = BROKEN_DECLARATIONS[case]
+    error = _declaration_error(base, _example_node(block))
     assert "model fct_example (models/x.sql), config.meta.backfill_safe" in error
     assert message in error
+
+
+def test_a_model_of_the_kind_whose_table_is_not_wap_enabled_is_refused(base: Warehouse):
+    """A backfill's writes reach its branch only on a WAP-enabled table; without the property
+    they would land on main: refused before anything runs, naming the property."""
+    error = _declaration_error(base, _example_node(dict(DECLARATION), tblproperties={"format-version": "2"}))
+    assert "model fct_example (models/x.sql): its select ends with merge_source()" in error
+    assert "tblproperties {'write.wap.enabled': 'true'}" in error
