@@ -91,7 +91,8 @@ class Dbt:
         """`dbt source freshness`: per source table, its status (pass / warn / error / runtime
         error), the greatest `loaded_at_field` (the update timestamp) and its age. A stale source
         is a finding, not a failure of this call."""
-        command = ["source", "freshness", "--output", str(paths.target_dir() / "sources.json")]
+        # sources.json goes to dbt's own target folder (a custom --output path is deprecated in dbt 1.11)
+        command = ["source", "freshness"]
         result: dbtRunnerResult = self._runner.invoke(self._full(command))
         if result.exception is not None:
             raise DbtError(command, [], result.exception)
