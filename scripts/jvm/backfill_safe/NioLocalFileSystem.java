@@ -18,7 +18,7 @@ import org.apache.hadoop.fs.permission.FsPermission;
  * permission of every file and directory it creates by running `chmod` in a new process: two
  * per data file (the file and its .crc). An Iceberg MERGE of a day's corrections writes 366
  * files at 20M lines, so about 730 processes forked from the Spark driver's JVM; writing 183
- * small files took 1.7-1.9 s that way and 0.5-0.7 s with this class (README, Performance).
+ * small files took 1.7-1.9 s that way and 0.5-0.7 s with this class (docs/benchmarks/history.md).
  * The embedded target sets it as fs.file.impl (profiles/profiles.yml); scripts/bootstrap.sh
  * compiles it. Where the file system has no POSIX permissions, it falls back to Hadoop's way.
  */
