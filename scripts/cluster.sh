@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A local Spark standalone cluster (a master, two single-core workers) and a Spark Thrift
-# Server on it, all on 127.0.0.1, for the `cluster` dbt target (see README, "Cluster mode"):
+# Server on it, all on 127.0.0.1, for the `cluster` dbt target (see docs/guides/cluster-mode.md):
 #   bash scripts/cluster.sh start [--thrift-port N] [--timeout S]   prints the exports dbt needs
 #   bash scripts/cluster.sh status
 #   bash scripts/cluster.sh stop
