@@ -70,8 +70,8 @@ def compare(spark: Sql, dbt: Dbt, model: str, scratch_schema: str = "dual_run",
     # generate_schema_name routes it (backfill_safe.dual_run_schema); checked before any build
     dbt.invoke("parse", "--vars", dual_run_vars)
     routed = {m.name: m for m in incremental_models()}[model].relation
-    dbt.invoke("parse")
     if routed.split(".")[0] != scratch_schema:
+        dbt.invoke("parse")  # the next invocation's manifest has the model in its own schema again
         raise CompareError(
             f"the project's generate_schema_name puts the dual run's build of {model} in {routed}, not in "
             f"{scratch_schema}: make it return backfill_safe.dual_run_schema(node) first when that is not none "
