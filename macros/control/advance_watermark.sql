@@ -1,21 +1,30 @@
-{#- Post-hook of every incremental model (rule 2). Renders one MERGE into the watermark table
-    that moves this model's watermark to the greatest update timestamp among the rows of its
-    upstream sources that had landed before this dbt invocation started (`_loaded_at <=
-    run_started_at`) and not quarantined (quarantine_reason). Those rows were all visible to the
-    model's MERGE, so the watermark never passes a row that was not loaded, and a version
-    stamped in the future by a source clock running ahead cannot drag it there. dbt runs post-hooks only after the main statement
-    succeeded: a failed MERGE leaves the watermark untouched. The watermark never moves back.
+{#- Rule 2, in two steps: this post-hook of every model of the kind notes the model's advance,
+    and commit_watermarks (on-run-end) writes the advances of every model that succeeded in one
+    MERGE into the watermark table. The advance moves the model's watermark to the greatest
+    update timestamp among the rows of its upstream sources that had landed before this dbt
+    invocation started (`_loaded_at <= run_started_at`) and are not quarantined
+    (quarantine_reason). Those rows were all visible to the model's MERGE, so the watermark never
+    passes a row that was not loaded, and a version stamped in the future by a source clock
+    running ahead cannot drag it there. dbt runs post-hooks only after the main statement
+    succeeded: a failed MERGE notes nothing, and commit_watermarks writes only the advances of
+    models whose result is a success. The watermark never moves back.
+    One MERGE per invocation instead of one per model: each is an Iceberg commit of the watermark
+    table, about 0.5-0.9 s of a daily run apiece (docs/benchmarks/history.md). A process killed
+    between a model's MERGE and the end of the invocation leaves that model's watermark where
+    it was: the next run reads the same changes again and its MERGE changes nothing it already
+    holds (rule 3), so nothing is lost or doubled. Inside the invocation the model's tests see
+    the advanced watermark all the same (pending_watermark_sql, read by unreflected_changes).
     The update timestamp of a source is its freshness `loaded_at_field` (updated_at here).
     Config `meta: {watermark_exclude: [...]}` (source_name.table) leaves out sources a model reads for
     something other than its changes (the facts read customers only to know they arrived).
-    Renders nothing (no statement) for a model not of the framework's kind (is_framework_model:
+    Notes nothing (renders no statement) for a model not of the framework's kind (is_framework_model:
     a plain model that shares the folder's hooks), for a model without sources, and in a backfill (vars
     backfill_start/backfill_end): a backfill restates history and never moves the daily
     pipeline's watermark; nor for the scratch build of a dual-run comparison (var
     dual_run_model), nor when no input landed anything since the last run started
     (nothing_landed_since_last_run). Only rows above the stored watermark are read (they alone
     can move it).
-    It also records when this invocation started (`last_run_started_at`), moved or not: every
+    The commit also records when this invocation started (`last_run_started_at`), moved or not: every
     version landed by then was in reach of this committed run (changed_versions_predicate).
     A pipeline whose sources hold no loadable row yet gets its row all the same, with a null
     watermark_ts (no watermark: its next run still reads every row) and that start: without it,
@@ -47,10 +56,7 @@
     {#- only rows above the stored watermark can move it (it never moves back): Iceberg skips
         the files whose update times are all below it, instead of every run reading all history -#}
     {% set current = backfill_safe.get_watermark(this.identifier) %}
-    {#- the watermark moves next: no later question of this invocation gets the old answer -#}
-    {% do backfill_safe.forget_memoized_rows() %}
-    merge into {{ backfill_safe.watermark_relation() }} as target
-    using (
+    {% set advance %}
         select
             '{{ backfill_safe.validated_identifier(this.identifier) }}' as pipeline_name,
             max(loaded_through) as loaded_through
@@ -68,6 +74,38 @@
             {{ "union all" if not loop.last }}
             {%- endfor %}
         ) as per_source
+    {% endset %}
+    {% do backfill_safe.pending_watermarks().update({this.identifier: advance}) %}
+    {{ return('') }}
+{% endmacro %}
+
+
+{#- on-run-end, before record_runs: one MERGE into the watermark table of the advances noted by
+    advance_watermark for every model whose result is a success (rule 2), and the invocation's
+    start as each one's `last_run_started_at`. Nothing when none was noted (a backfill, a dual
+    run, a run of plain models, a run in which nothing landed). Then the pending advances are
+    cleared and this invocation's memoized answers forgotten: whatever runs after reads the
+    watermarks as committed. -#}
+{% macro commit_watermarks(results) %}
+    {% if not execute %}
+        {{ return('') }}
+    {% endif %}
+    {% set pending = backfill_safe.pending_watermarks() %}
+    {% set advances = [] %}
+    {% for result in results
+        if result.node.resource_type == 'model' and result.status == 'success'
+        and result.node.alias in pending %}
+        {% do advances.append(pending[result.node.alias]) %}
+    {% endfor %}
+    {% do pending.clear() %}
+    {% if advances | length == 0 %}
+        {{ return('') }}
+    {% endif %}
+    {% do backfill_safe.forget_memoized_rows() %}
+    {% set cutoff = backfill_safe.timestamp_literal(run_started_at) %}
+    merge into {{ backfill_safe.watermark_relation() }} as target
+    using (
+        {{ advances | join('\n        union all\n') }}
     ) as source
     on target.pipeline_name = source.pipeline_name
     when matched and source.loaded_through is not null
@@ -87,4 +125,23 @@
         case when source.loaded_through is not null then current_timestamp() end,
         {{ cutoff }}
     )
+{% endmacro %}
+
+
+{#- The advances advance_watermark noted in this invocation and commit_watermarks has not
+    written yet: a dict from the model's table name to the select of its new watermark
+    (pipeline_name, loaded_through), in invocation_store. -#}
+{% macro pending_watermarks() %}
+    {{ return(backfill_safe.invocation_store('pending_watermarks')) }}
+{% endmacro %}
+
+
+{#- The select of a model's advance noted in this invocation and not yet committed
+    (pending_watermarks), or none: a test of the model in the same `dbt build` reads the
+    watermark as it will be once the invocation ends (unreflected_changes). -#}
+{% macro pending_watermark_sql(pipeline_name) %}
+    {% if not execute %}
+        {{ return(none) }}
+    {% endif %}
+    {{ return(backfill_safe.pending_watermarks().get(pipeline_name)) }}
 {% endmacro %}

@@ -3,7 +3,8 @@
     key ever seen, no incremental logic) is not the row `model` holds, and that the next daily
     run will not pick up. The window start (the stored watermark minus the domain's lookback) is
     read from the watermark table in SQL, so a view built on this stays right as the watermark
-    moves. Without a watermark every difference is listed.
+    moves (in a test run by the same `dbt build` as the model, the advance its run noted:
+    advance_watermark). Without a watermark every difference is listed.
     A key differs when it is live in the current state but absent from the table ('missing'),
     deleted there but present in the table ('not deleted'), or present with any column that is
     not the current state's ('stale'; compared null-safe over every column of the table, as
@@ -39,8 +40,15 @@
 
 with
 
+{%- set pending = backfill_safe.pending_watermark_sql(model_name) %}
 watermark as (
+    {%- if pending is none %}
     select max(watermark_ts) as watermark_ts
+    {%- else %}
+    {#- a test in the same `dbt build` as the model's run: the watermark its run advanced, which
+        commit_watermarks writes when the invocation ends -#}
+    select greatest(max(watermark_ts), (select loaded_through from ({{ pending }}) as advance)) as watermark_ts
+    {%- endif %}
     from {{ backfill_safe.watermark_relation() }}
     where pipeline_name = '{{ backfill_safe.validated_identifier(model_name) }}'
 ),

@@ -4,12 +4,10 @@
     watermark and recorded start, whether anything landed, its scope's order dates): each one a
     Spark query of 0.1-0.2 s, 29 repeats in a daily run of the graph (docs/benchmarks/history.md).
     Only for answers that cannot change during the invocation but by our own writes:
-    advance_watermark forgets them all (forget_memoized_rows) before it moves a watermark.
-    The store is the invocation's `graph` (the one object every node's context shares; dbt gives
-    macros no other), keyed by invocation_id, so a manifest kept across invocations (the
-    backfill runner's) never hands one invocation's answers to the next. -#}
+    commit_watermarks forgets them all (forget_memoized_rows) before it moves the watermarks.
+    Kept in invocation_store('memoized_rows'). -#}
 {% macro memoized_rows(sql) %}
-    {% set memo = backfill_safe.invocation_memo() %}
+    {% set memo = backfill_safe.invocation_store('memoized_rows') %}
     {% if sql not in memo %}
         {% do memo.update({sql: run_query(sql).rows}) %}
     {% endif %}
@@ -19,15 +17,19 @@
 {#- Drops every memoized answer of this invocation (memoized_rows): the next call of each query
     runs it again. -#}
 {% macro forget_memoized_rows() %}
-    {% do backfill_safe.invocation_memo().clear() %}
+    {% do backfill_safe.invocation_store('memoized_rows').clear() %}
 {% endmacro %}
 
-{#- This invocation's memo (memoized_rows): a dict from SQL to rows, kept in `graph`. -#}
-{% macro invocation_memo() %}
-    {% set holder = graph.setdefault('backfill_safe_memoized_rows', {}) %}
+{#- A dict kept for this dbt invocation only, under `name`: the store is the invocation's
+    `graph` (the one object every node's and hook's context shares; dbt gives macros no other),
+    emptied when another invocation_id asks, so a manifest kept across invocations (the backfill
+    runner's) never hands one invocation's entries to the next. memoized_rows keeps its answers
+    here, advance_watermark the advances commit_watermarks writes. -#}
+{% macro invocation_store(name) %}
+    {% set holder = graph.setdefault('backfill_safe_' ~ name, {}) %}
     {% if holder.get('invocation_id') != invocation_id %}
         {% do holder.clear() %}
-        {% do holder.update({'invocation_id': invocation_id, 'rows': {}}) %}
+        {% do holder.update({'invocation_id': invocation_id, 'entries': {}}) %}
     {% endif %}
-    {{ return(holder['rows']) }}
+    {{ return(holder['entries']) }}
 {% endmacro %}

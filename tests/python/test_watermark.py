@@ -63,6 +63,57 @@ def test_failing_model_leaves_watermark_and_table_unchanged(base: Warehouse):
     assert base.watermark("fct_order_item") == naive("2025-01-11 10:00")
 
 
+def test_a_run_commits_the_watermarks_of_all_its_models_in_one_statement_at_its_end(base: Warehouse):
+    # one MERGE into the watermark table per invocation (on-run-end), not one per model: each is
+    # an Iceberg commit of control.etl_watermark, so its snapshots count the statements
+    def commits() -> int:
+        return base.rows("select count(*) as n from control.etl_watermark.snapshots")[0].n
+
+    before = commits()
+    base.land(customers=[customer(2, "2025-01-11 09:00")],
+              orders=[order(103, "2025-01-11 10:00", customer_id=2)], order_items=[item(103, 1, "2025-01-11 10:00")])
+    results = {r.name: r for r in base.dbt_run()}
+    statements = last_invocation_statements()
+    moved = {"fct_order_item": "2025-01-11 10:00", "fct_orders": "2025-01-11 10:00",
+             "dim_channel": "2025-01-11 10:00", "dim_customer": "2025-01-11 09:00"}
+    for model, watermark in moved.items():
+        assert results[model].status == "success", model
+        assert base.watermark(model) == naive(watermark), model
+    assert commits() == before + 1
+    [merge] = [s for s in statements if "merge into control.etl_watermark" in s]
+    assert '"connection_name": "master"' in merge  # a hook's statement, not a model's
+    # every advance in that one statement, and each run record shows its model's move
+    assert all(f"'{model}' as pipeline_name" in merge for model in moved)
+    invocation = base.dbt.last_invocation_id()
+    records = {r.model_name: r for r in base.rows(
+        f"select * from control.run_records where invocation_id = '{invocation}'")}
+    for model, watermark in moved.items():
+        assert records[model].watermark_after == naive(watermark), model
+    assert records["fct_order_item"].watermark_before == naive("2025-01-10 10:00")
+
+
+def test_a_test_in_the_same_build_reads_the_watermark_its_model_advanced(base: Warehouse):
+    # line 101/1 corrected at 01-08 00:00 and loaded (inside the window of the 01-10 10:00 watermark)
+    base.land(order_items=[item(101, 1, "2025-01-08 00:00", quantity=7)])
+    base.dbt_run()
+    assert base.fact_lines()[(101, 1)].quantity == 7
+    # then the table's row goes wrong behind the framework's back, stamped 01-07 12:00: with the
+    # stored watermark's window (from 01-07 10:00) the next daily run would still mend it, so it is
+    # not a miss yet
+    base.spark.sql("update marts.fct_order_item set quantity = 99, updated_at = timestamp'2025-01-07 12:00:00'"
+                   " where order_id = 101 and order_item_id = 1")
+    passed = base.dbt.invoke("test", "--select", "test_name:no_unloaded_changes,fct_order_item")
+    assert [r.status for r in passed if r.resource_type == "test"] == ["pass"]
+    # a build moves the watermark to 01-12 10:00 (window from 01-09 10:00): the row is now beyond
+    # the window, and the build's own test of the model must say so, though the watermark table
+    # is written only when the build ends
+    base.land(orders=[order(103, "2025-01-12 10:00")], order_items=[item(103, 1, "2025-01-12 10:00")])
+    results = base.dbt.invoke("build", "--select", "fct_order_item", check=False)
+    [miss] = [r for r in results if r.name.startswith("no_unloaded_changes")]
+    assert (miss.status, miss.failures) == ("fail", 1)
+    assert base.watermark("fct_order_item") == naive("2025-01-12 10:00")
+
+
 def test_late_version_inside_the_lookback_is_picked_up(base: Warehouse):
     # updated 2025-01-08, landed after the watermark reached 2025-01-10: inside the 3-day window
     base.land(order_items=[item(101, 1, "2025-01-08 00:00", quantity=7)])
