@@ -10,7 +10,7 @@
         {{ exceptions.raise_compiler_error(
             "get_watermark: column must be watermark_ts or last_run_started_at, got " ~ column) }}
     {% endif %}
-    {#- memoized: a model's select, MERGE and post-hook all ask; advance_watermark forgets -#}
+    {#- memoized: a model's select, MERGE and post-hook all ask; commit_watermarks forgets -#}
     {% set rows = backfill_safe.memoized_rows(
         "select " ~ column ~ " from " ~ backfill_safe.watermark_relation()
         ~ " where pipeline_name = '" ~ backfill_safe.validated_identifier(pipeline_name) ~ "'"
