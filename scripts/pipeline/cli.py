@@ -284,6 +284,11 @@ def _backfill_command(args: argparse.Namespace) -> int:
             if sum(modes) != 1:
                 raise PlanError("give either --start/--end (a new backfill), --resume RUN_ID or --abandon RUN_ID")
             if args.resume or args.abandon:
+                if args.dry_run:
+                    # a dry run plans a new backfill; resuming or abandoning one has nothing to plan,
+                    # and ignoring the flag would do for real what was asked as a rehearsal
+                    raise PlanError("--dry-run plans a new backfill (--start/--end); it cannot be combined "
+                                    f"with {'--resume' if args.resume else '--abandon'}")
                 check_run_id(args.resume or args.abandon)
             else:
                 parse_date(args.start, "--start")

@@ -72,6 +72,9 @@ def test_run_ids_are_strict(run_id):
     ["backfill", "--start", "2025-01-01", "--end", "2025-01-05", "--select", "x;y", "--reason", "r"],
     ["backfill", "--start", "2025-01-01", "--end", "2025-01-05"],
     ["rollback", "bf_$(reboot)"],
+    # a rehearsal of a resume or an abandon would otherwise resume or abandon for real
+    ["backfill", "--resume", "bf_20251122_101010_abcdef", "--dry-run"],
+    ["backfill", "--abandon", "bf_20251122_101010_abcdef", "--dry-run"],
 ])
 def test_cli_refuses_bad_arguments_before_spark_or_any_sql_starts(args, tmp_path: Path):
     env = dict(os.environ, PIPELINE_STATE_DIR=str(tmp_path / "state"))
