@@ -66,6 +66,12 @@
                 {{ exceptions.raise_compiler_error(where ~ ".changes: '" ~ name ~ "' is missing in "
                     ~ change) }}
             {% endfor %}
+            {#- a boolean, not text: 'true' in quotes would otherwise count as false -#}
+            {% if change.get('effective_dated', false) is not sameas true
+                and change.get('effective_dated', false) is not sameas false %}
+                {{ exceptions.raise_compiler_error(where ~ ".changes: effective_dated must be true or "
+                    ~ "false (a boolean); got '" ~ change.effective_dated ~ "'") }}
+            {% endif %}
             {% set entry = backfill_safe.scope_contract_of(where ~ ".changes",
                 backfill_safe.scope_source_table(where ~ ".changes", change.source), [change.on]) %}
             {% do entry.update({

@@ -135,7 +135,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "generate":
-        folders = generator.generate(generator.config_from_args(args), args.out)
+        try:
+            config = generator.config_from_args(args)
+        except ValueError as error:  # a count below 1, a rate outside 0..1: named, no traceback
+            print(f"refused: {error}")
+            return 2
+        folders = generator.generate(config, args.out)
         print(f"wrote {len(folders)} day folders into {args.out}")
         return 0
     if args.command == "land":

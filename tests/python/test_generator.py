@@ -63,3 +63,13 @@ def test_csv_output_lands_under_the_same_contract(tmp_path: Path):
     [folder] = generate(GeneratorConfig(days=1, orders_per_day=5, file_format="csv"), tmp_path)
     for path in folder.iterdir():
         assert validate(path, table_for(path, contract.load())) > 0
+
+
+@pytest.mark.parametrize("options", [["--days", "0"], ["--delete-rate", "1.5"]])
+def test_the_command_refuses_bad_options_by_name_and_writes_nothing(options: list[str], tmp_path: Path, capsys):
+    from pipeline.cli import main
+
+    assert main(["generate", "--out", str(tmp_path / "sample"), *options]) == 2
+    printed = capsys.readouterr().out
+    assert printed.startswith("refused: ") and ("days" in printed or "delete_rate" in printed), printed
+    assert not (tmp_path / "sample").exists()

@@ -248,6 +248,11 @@ BROKEN_DECLARATIONS = {
         {**DECLARATION, "scope": {**SCOPE, "changes": [
             "shop.orders", {"source": "shop.products", "through": "shop.orders", "on": "product_id"}]}},
         ".scope.changes.through: source shop.orders has no column 'product_id'"),
+    "effective_dated as text": (
+        {**DECLARATION, "scope": {**SCOPE, "changes": ["shop.orders", "shop.order_items", {
+            "source": "shop.products", "through": "shop.order_items", "on": "product_id",
+            "effective_dated": "true"}]}},
+        ".scope.changes: effective_dated must be true or false (a boolean); got 'true'"),
     "scope key undocumented": (
         {**DECLARATION, "scope": {**SCOPE, "key": "customer_id", "changes": ["shop.orders"]}},
         ".scope: key 'customer_id' is not among the model's documented columns"),
