@@ -17,6 +17,8 @@ Then the same run again with no new data, then a full refresh.
 
 from __future__ import annotations
 
+import re
+
 import os
 from dataclasses import dataclass, field
 from datetime import date
@@ -304,19 +306,32 @@ def test_facts_read_the_raw_versions_of_their_orders_and_customers_once(scenario
         assert cached == raw and len(cached) > 0, (fact, table)
 
 
-def test_a_model_asks_each_of_its_control_questions_once_per_run(scenario):
-    # its watermark and recorded start, whether anything landed since, its scope's order dates:
-    # asked by its select, its MERGE and its post-hook, run once per invocation (memoized_rows)
+def test_each_control_question_is_asked_once_per_run_whichever_model_asks_it(scenario):
+    # a model's watermark and recorded start, whether anything landed since, its scope's order
+    # dates, the first product change: asked by its select, its MERGE and its post-hook, some by
+    # both facts in the same words, each run once per invocation (memoized_rows; the watermarks
+    # move only when the invocation ends, so no answer goes stale inside it)
+    def sql(statement: str) -> str:  # the statement without its query comment and the log after it
+        return re.split(r"\n\S*\d\d:\d\d:\d\d\.\d+ \[", statement.split("*/", 1)[1])[0].strip()
+
+    statements = scenario.build_statements
+    asked = []
     for fact, landed_table in (("fct_order_item", "raw.order_items"), ("fct_orders", "raw.orders")):
-        mine = [s for s in scenario.build_statements if f'"node_id": "model.backfill_safe.{fact}"' in s]
+        mine = [s for s in statements if f'"node_id": "model.backfill_safe.{fact}"' in s]
         for question in (
             f"select watermark_ts from control.etl_watermark where pipeline_name = '{fact}'",
             f"select last_run_started_at from control.etl_watermark where pipeline_name = '{fact}'",
-            f"select 1 as landed from {landed_table} where _loaded_at >",
             f"select distinct date_format(ordered_at, 'yyyy-MM-dd') as event_date from scope_versions__shop__orders__{fact}",
-            "select date_format(min(updated_at), 'yyyy-MM-dd HH:mm:ss.SSSSSS') from raw.products",
         ):
             assert sum(question in statement for statement in mine) == 1, (fact, question)
+        for question in (f"select 1 as landed from {landed_table} where _loaded_at >",
+                         "select date_format(min(updated_at), 'yyyy-MM-dd HH:mm:ss.SSSSSS') from raw.products"):
+            found = [sql(s) for s in statements if question in s]
+            assert found, (fact, question)
+            asked += found
+    # the questions both facts ask in the same words were asked once: no statement repeats
+    texts = [sql(s) for s in statements]
+    assert [q for q in set(asked) if texts.count(q) != 1] == []
 
 
 def test_the_facts_of_one_run_share_the_cached_versions_of_their_changed_orders(scenario):
