@@ -316,6 +316,7 @@ def _backfill_command(args: argparse.Namespace) -> int:
                 console.print("nothing to restate: every change up to the restatement window is in the marts")
                 return 0
             console.print(runner.restate_keys(args.select))
+            console.print(runner.impact_table(runner.restate_impact(args.select)))
             console.print(f"restating {len(restatement.windows)} windows: "
                           + ", ".join(f"{w.start} .. {w.end}" for w in restatement.windows))
             if args.dry_run:

@@ -265,8 +265,31 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
     plan = backfill.restate_plan(None, 7)
     assert [(str(w.start), str(w.end)) for w in plan.windows] == [("2025-01-01", "2025-01-02")]
     assert sorted(m.name for m in plan.models) == ["fct_order_item", "fct_orders"]
+
+    # the cost of the missed window, before the restatement: each date's rows and declared
+    # measures as the table holds them, and as the restatement will leave them
+    def figures(impact) -> tuple:
+        measures = "".join(f", coalesce(sum({m}), 0)" for m in impact.figures[1:])
+        return tuple(built.rows(f"select count(*){measures} from marts.{impact.model}"
+                                f" where order_date = date'{impact.event_date}'")[0])
+
+    impacts = backfill.restate_impact(None)
+    assert [(i.model, str(i.event_date)) for i in impacts] == [("fct_order_item", "2025-01-01"),
+                                                               ("fct_orders", "2025-01-01")]
+    lines, orders = impacts
+    assert (lines.keys, lines.figures) == (3, ("rows", "quantity", "net_amount"))
+    assert orders.figures == ("rows", "total_quantity", "net_amount")
+    for impact in impacts:
+        assert impact.held == figures(impact), impact
+        assert impact.restated[1:] != impact.held[1:], impact  # the corrections move the date's totals
+    printed = Console(width=300, record=True, file=io.StringIO())
+    printed.print(backfill.impact_table(impacts))
+    assert f"net_amount {lines.held[2]} -> {lines.restated[2]}" in printed.export_text()
+
     run_id = backfill.start(plan, "late corrections of 2025-01-01")
     assert backfill.status_of(run_id) == "published"
+    for impact in impacts:  # what the dry run said the date would hold, it holds
+        assert figures(impact) == impact.restated, impact
 
     for table in ("marts.fct_order_item", "marts.fct_orders"):
         assert built.table(table) == full_refresh_result(built, table), table

@@ -78,6 +78,19 @@ class Plan:
     windows: list[planning.Window]
 
 
+@dataclass(frozen=True)
+class DateImpact:
+    """One event date of a model with keys late beyond their window: its row count and declared
+    measures (`figures`) as the table holds them, and as the restatement will leave them."""
+    model: str
+    event_date: date
+    keys: int  # late keys on this date (current or held)
+    sample: list[str]
+    figures: tuple[str, ...]  # "rows", then the declared measures
+    held: tuple
+    restated: tuple
+
+
 def max_batch_days() -> int:
     """var backfill_max_batch_days of the project (default 31)."""
     try:
@@ -208,6 +221,87 @@ class Backfill:
             span = str(row.first_date) if row.first_date == row.last_date else f"{row.first_date} .. {row.last_date}"
             table.add_row(row.model_name, str(row.keys), row.problem, row.differing_columns or "-",
                           f"{span} ({row.dates})", ", ".join(row.sample) + (" ..." if row.keys > len(row.sample) else ""))
+        return table
+
+    def restate_impact(self, select: str | None, sample: int = 5) -> list[DateImpact]:
+        """The cost of the missed window, per model and date (the postmortem's figure): for every
+        event date of a key late beyond its window (audit_unreflected_changes; its current date
+        and the date the table holds it on), the date's row count and declared measures as the
+        table holds them now, and as they will be once restated: the held totals, less the late
+        keys' rows in the table, plus their live rows in the current state. Every other key of the
+        date is either right or inside the window, which the next daily run loads. Reads the table
+        and the current state of the late keys' dates only; writes nothing. Call after
+        restate_plan (which parses and checks the view)."""
+        wanted = {s.strip("+") for s in planning.parse_selectors(select)}
+        audit = iceberg.refreshed(self.spark, unreflected_changes_relation())
+        late = {r.model_name for r in self.spark.sql(f"select distinct model_name from {audit}").collect()}
+        impacts: list[DateImpact] = []
+        for model in incremental_models():
+            if model.name not in late or (wanted and model.name not in wanted):
+                continue
+            if not model.event_date or not model.current_state:
+                raise BackfillRefused(f"{model.name}: declares no event_date or current_state, so the cost of "
+                                      "its late rows cannot be figured per date")
+            table, state = iceberg.checked_table(model.relation), iceberg.checked_table(model.current_state)
+            columns = (model.unique_key, model.event_date, *model.measures)
+            bad = [c for c in columns if not iceberg.COLUMN_NAME.fullmatch(c)]
+            if bad:
+                raise BackfillRefused(f"{model.name}: {bad[0]!r} is not a column name")
+            figures = ["count(*) as rows", *(f"coalesce(sum({m}), 0) as {m}" for m in model.measures)]
+            names = ["rows", *model.measures]
+
+            def totals(relation: str, where: str) -> str:
+                return (f"select {model.event_date} as d, {', '.join(figures)} from {relation}"
+                        f" where {where} group by {model.event_date}")
+
+            mine = f"model_name = '{model.name}'"  # a declared model's name: a dbt identifier
+            keys = f"cast({model.unique_key} as string) in (select unique_key from {audit} where {mine})"
+            should_be = ", ".join(
+                f"coalesce(held.{n}, 0) - coalesce(late_held.{n}, 0) + coalesce(late_current.{n}, 0) as should_{n}"
+                for n in names)
+            rows = self.spark.sql(f"""
+                with late_held as ({totals(table, keys)}),
+                late_current as ({totals(state, f"not is_deleted and {keys}")}),
+                dates as (select d from late_held union select d from late_current),
+                held as ({totals(table, f"{model.event_date} in (select d from dates)")}),
+                late_keys as (
+                    select d, count(distinct unique_key) as keys,
+                        slice(array_sort(collect_set(unique_key)), 1, {int(sample)}) as sample
+                    from (
+                        select unique_key, event_date as d from {audit} where {mine}
+                        union all
+                        select unique_key, loaded_event_date as d from {audit} where {mine}
+                    ) as by_date
+                    where d is not null
+                    group by d
+                )
+                select dates.d, coalesce(late_keys.keys, 0) as keys, late_keys.sample,
+                    {", ".join(f"coalesce(held.{n}, 0) as held_{n}" for n in names)}, {should_be}
+                from dates
+                left join held on held.d = dates.d
+                left join late_held on late_held.d = dates.d
+                left join late_current on late_current.d = dates.d
+                left join late_keys on late_keys.d = dates.d
+                order by dates.d""").collect()
+            for row in rows:
+                impacts.append(DateImpact(
+                    model.name, row.d, int(row.keys), list(row.sample or []), tuple(names),
+                    tuple(row[f"held_{n}"] for n in names), tuple(row[f"should_{n}"] for n in names)))
+        return impacts
+
+    @staticmethod
+    def impact_table(impacts: list[DateImpact]) -> Table:
+        """restate_impact as a table: per model and date, each figure held -> after the restate."""
+        table = Table(title="the cost of the missed window: each date's figures as the table holds them -> "
+                            "as they will be after the restatement")
+        for column in ("model", "date", "late keys", "figures (held -> restated, difference)", "sample of keys"):
+            table.add_column(column, justify="right" if column == "late keys" else "left")
+        for impact in impacts:
+            figures = "; ".join(
+                f"{name} {held} -> {after} ({'+' if after - held >= 0 else ''}{after - held})"
+                for name, held, after in zip(impact.figures, impact.held, impact.restated))
+            table.add_row(impact.model, str(impact.event_date), str(impact.keys), figures,
+                          ", ".join(impact.sample) + (" ..." if impact.keys > len(impact.sample) else ""))
         return table
 
     def _models_in_scope(self, selectors: list[str]) -> list[IncrementalModel]:
