@@ -322,7 +322,7 @@ def _backfill_command(args: argparse.Namespace) -> int:
             if args.dry_run:
                 console.print(runner.dry_run(restatement))
                 return 0
-            run_id = runner.start(restatement, args.reason)
+            run_id = runner.restate(restatement, args.reason, args.select)
             for table in runner.status(run_id):
                 console.print(table)
             return 0 if runner.status_of(run_id) == "published" else 1

@@ -19,6 +19,13 @@ def checked_table(table: str) -> str:
     return table
 
 
+def checked_column(column: str) -> str:
+    """`column` if it is a plain column name (it reaches SQL), else ValueError."""
+    if not COLUMN_NAME.fullmatch(column):
+        raise ValueError(f"not a column name: {column!r}")
+    return column
+
+
 def table_exists(spark: Sql, table: str) -> bool:
     return spark.catalog.tableExists(checked_table(table))
 

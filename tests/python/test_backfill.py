@@ -286,10 +286,20 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
     printed.print(backfill.impact_table(impacts))
     assert f"net_amount {lines.held[2]} -> {lines.restated[2]}" in printed.export_text()
 
-    run_id = backfill.start(plan, "late corrections of 2025-01-01")
+    run_id = backfill.restate(plan, "late corrections of 2025-01-01", None)
     assert backfill.status_of(run_id) == "published"
     for impact in impacts:  # what the dry run said the date would hold, it holds
         assert figures(impact) == impact.restated, impact
+    # and the run keeps the cost per date: before, announced, after (pipeline status RUN_ID)
+    recorded = {(r.model_name, str(r.event_date), r.figure): (r.late_keys, r.before_value, r.announced_value,
+                                                              r.after_value)
+                for r in Control(built.spark).date_figures(run_id)}
+    assert recorded == {(i.model, str(i.event_date), name): (i.keys, before, after, after)
+                        for i in impacts for name, before, after in zip(i.figures, i.held, i.restated)}
+    shown = Console(width=300, record=True, file=io.StringIO())
+    for table in backfill.status(run_id):
+        shown.print(table)
+    assert "the cost of the missed window" in shown.export_text()
 
     for table in ("marts.fct_order_item", "marts.fct_orders"):
         assert built.table(table) == full_refresh_result(built, table), table

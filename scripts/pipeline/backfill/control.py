@@ -9,6 +9,9 @@
   costs half an UPDATE's copy-on-write rewrite, and appends never conflict with each other.
 - backfill_tables: per table of a run: the branch, main's snapshot when the branch was cut,
   main's snapshot just before publishing (what `rollback` restores) and after.
+- backfill_date_figures: per restatement (`pipeline restate`), model, event date and figure
+  (rows, each declared measure): the value before, the value its dry run announced, and the
+  value the published table holds: what the missed window cost and what the restatement changed.
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ _DDL = {
     "backfill_tables": """
         run_id string, table_name string, branch string, base_snapshot_id bigint,
         pre_publish_snapshot_id bigint, published_snapshot_id bigint, rolled_back_at timestamp""",
+    "backfill_date_figures": """
+        run_id string, model_name string, event_date date, figure string, late_keys int,
+        before_value decimal(38, 6), announced_value decimal(38, 6), after_value decimal(38, 6),
+        recorded_at timestamp""",
 }
 
 
@@ -175,6 +182,23 @@ class Control:
     def table_published(self, run_id: str, table: str, pre: int, published: int) -> None:
         self._sql(f"update {SCHEMA}.backfill_tables set pre_publish_snapshot_id = :pre, published_snapshot_id = :pub"
                   " where run_id = :run_id and table_name = :t", pre=pre, pub=published, run_id=run_id, t=table)
+
+    # -- a restatement's figures per date ---------------------------------------------------------
+    def record_date_figures(self, run_id: str, rows: list[tuple]) -> None:
+        """(model, event_date, figure, late_keys, before, announced, after) rows, in one commit."""
+        if not rows:
+            return
+        values, args = [], {"run_id": run_id}
+        for n, (model, day, figure, keys, before, announced, after) in enumerate(rows):
+            values.append(f"(:run_id, :m{n}, cast(:d{n} as date), :f{n}, :k{n}, cast(:b{n} as decimal(38, 6)),"
+                          f" cast(:a{n} as decimal(38, 6)), cast(:r{n} as decimal(38, 6)), current_timestamp())")
+            args.update({f"m{n}": model, f"d{n}": str(day), f"f{n}": figure, f"k{n}": int(keys),
+                         f"b{n}": str(before), f"a{n}": str(announced), f"r{n}": str(after)})
+        self._sql(f"insert into {SCHEMA}.backfill_date_figures values {', '.join(values)}", **args)
+
+    def date_figures(self, run_id: str) -> list:
+        return self._read("backfill_date_figures", f"select * from {SCHEMA}.backfill_date_figures"
+                          " where run_id = :run_id order by model_name, event_date, figure", run_id=run_id)
 
     def table_rolled_back(self, run_id: str, table: str) -> None:
         self._sql(f"update {SCHEMA}.backfill_tables set rolled_back_at = current_timestamp()"

@@ -289,6 +289,37 @@ class Backfill:
                     tuple(row[f"held_{n}"] for n in names), tuple(row[f"should_{n}"] for n in names)))
         return impacts
 
+    def restate(self, plan: Plan, reason: str, select: str | None) -> str:
+        """Run a restatement (restate_plan) through the backfill machinery, and keep its cost per
+        date: before it starts, each late date's figures as held and as announced
+        (restate_impact); once published, as the table holds them, in
+        control.backfill_date_figures (shown by `pipeline status RUN_ID`)."""
+        impacts = self.restate_impact(select)
+        run_id = self.start(plan, reason)
+        if self.status_of(run_id) != "published":
+            return run_id
+        rows = []
+        for model in {i.model: i for i in impacts}.values():
+            mine = [i for i in impacts if i.model == model.model]
+            after = self._date_figures(model.model, model.figures, [i.event_date for i in mine])
+            for impact in mine:
+                held_now = after.get(impact.event_date, (0,) * len(impact.figures))
+                rows += [(impact.model, impact.event_date, name, impact.keys, before, announced, now)
+                         for name, before, announced, now in zip(impact.figures, impact.held, impact.restated, held_now)]
+        Control(self.spark).record_date_figures(run_id, rows)
+        return run_id
+
+    def _date_figures(self, model_name: str, figures: tuple[str, ...], days: list[date]) -> dict[date, tuple]:
+        """A model's figures (rows, then measures, as restate_impact names them) on these event dates."""
+        [model] = [m for m in incremental_models() if m.name == model_name]
+        measures = "".join(f", coalesce(sum({iceberg.checked_column(m)}), 0)" for m in figures[1:])
+        event_date = iceberg.checked_column(model.event_date)
+        literals = ", ".join(f"date'{d.isoformat()}'" for d in days)
+        found = self.spark.sql(
+            f"select {event_date} as d, count(*){measures} from {iceberg.checked_table(model.relation)}"
+            f" where {event_date} in ({literals}) group by {event_date}").collect()
+        return {row[0]: tuple(row[1:]) for row in found}
+
     @staticmethod
     def impact_table(impacts: list[DateImpact]) -> Table:
         """restate_impact as a table: per model and date, each figure held -> after the restate."""
@@ -672,4 +703,15 @@ class Backfill:
         for t in control.tables(run.run_id):
             tables.add_row(t.table_name, str(t.base_snapshot_id), str(t.pre_publish_snapshot_id),
                            str(t.published_snapshot_id), str(t.rolled_back_at or "-"))
-        return [head, windows, tables]
+        figures = control.date_figures(run.run_id)
+        if not figures:
+            return [head, windows, tables]
+        cost = Table(title="the cost of the missed window, per date: before the restatement -> announced by "
+                           "its dry run -> held after it")
+        for column in ("model", "date", "late keys", "figure", "before", "announced", "after"):
+            cost.add_column(column, justify="left" if column in ("model", "date", "figure") else "right")
+        for f in figures:
+            cost.add_row(f.model_name, str(f.event_date), str(f.late_keys), f.figure,
+                         *(f"{v.normalize():f}" if v is not None else "-"
+                           for v in (f.before_value, f.announced_value, f.after_value)))
+        return [head, windows, tables, cost]
