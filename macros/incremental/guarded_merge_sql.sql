@@ -16,13 +16,13 @@
       only prune files (measured at 5M shop lines, same warehouse, two runs each:
       fct_order_item's MERGE 12.0 and 12.7 s -> 9.4 and 9.5 s; fct_orders', keyed by its scope
       key, unchanged at about 7 s);
-    - with meta `stage_merge_source` (every mart), the source is written once to a scratch
-      table before the MERGE (stage_merge_source) instead of being evaluated by each of its
-      passes; when it holds no row (no row of the table changes: a dimension on most days, any
-      rerun) no MERGE runs at all, so the run commits no empty snapshot; nor is anything
-      staged when no input of the model landed anything since its last run
-      (nothing_landed_since_last_run), nor when a model with meta `probe_before_staging` (a
-      select cheap to evaluate twice: dim_date, dim_channel) selects no row.
+    - unless meta `stage_merge_source` is false (staging is the default), the source is written once
+      to a scratch table before the MERGE (stage_merge_source) instead of being evaluated by each of
+      its passes; when it holds no row (no row of the table changes: a dimension on most days, any
+      rerun) no MERGE runs at all, so the run commits no empty snapshot; nor is anything staged when
+      no input of the model landed anything since its last run (nothing_landed_since_last_run), nor
+      when a model with meta `probe_before_staging` (a select cheap to evaluate twice: dim_date,
+      dim_channel) selects no row.
     The marts are merge-on-read: the MERGE adds the changed rows and position deletes, only in
     the partitions of matched or inserted rows. -#}
 {% macro guarded_merge_sql(target, source, unique_key, incremental_predicates) %}
