@@ -2,13 +2,13 @@
 # Prepare everything the project needs, idempotently: checks Java 17 and Python 3.11, creates
 # .venv, installs the pinned dependencies (again only when pyproject.toml changed), links
 # the Iceberg Spark runtime jar where profiles/profiles.yml expects it, and compiles the
-# embedded target's local file system class (needs javac). Sourced by main.sh and test.sh;
+# framework's JVM classes (needs javac). Sourced by main.sh and test.sh;
 # safe to run on its own.
 set -euo pipefail
 PROJECT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$PROJECT_DIR"
 
-# java runs Spark; javac compiles the embedded target's local file system class (below)
+# java runs Spark; javac compiles the framework's JVM classes (below)
 if ! command -v java >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
     echo "error: a Java JDK (java and javac) is not installed. Spark 3.5 needs Java 17 (or 11/8):" >&2
     echo "  Debian/Ubuntu: sudo apt-get install -y openjdk-17-jdk-headless" >&2
@@ -46,26 +46,30 @@ jar="$(ls "$jar_dir"/iceberg-spark-runtime-3.5_2.12-*.jar | head -n1)"
 mkdir -p .venv/iceberg
 ln -sf "$jar" .venv/iceberg/iceberg-spark-runtime.jar
 
-# The embedded target's local file system (scripts/jvm/backfill_safe/NioLocalFileSystem.java:
-# permissions through java.nio, not a forked chmod per file written), compiled against
-# pyspark's Hadoop client, again only when the source changed.
-localfs_src="scripts/jvm/backfill_safe/NioLocalFileSystem.java"
-localfs_jar=".venv/jars/backfill-safe-localfs-$(sha256sum "$localfs_src" | cut -c1-16).jar"
-if [ ! -f "$localfs_jar" ]; then
-    echo "bootstrap: compiling $localfs_src"
+# The framework's JVM classes (scripts/jvm/backfill_safe/), compiled against pyspark's jars
+# into one jar on the Spark driver's class path, again only when a source changed:
+# - NioLocalFileSystem: the embedded target's local file system (permissions through java.nio,
+#   not a forked chmod per file written);
+# - ScanLog: what each SQL statement scanned, read by the on-run-end hook record_scans.
+jvm_sources="$(ls scripts/jvm/backfill_safe/*.java)"
+jvm_jar=".venv/jars/backfill-safe-jvm-$(cat $jvm_sources | sha256sum | cut -c1-16).jar"
+if [ ! -f "$jvm_jar" ]; then
+    echo "bootstrap: compiling" $jvm_sources
     pyspark_jars="$(.venv/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
-    hadoop_api="$(ls "$pyspark_jars"/hadoop-client-api-*.jar | head -n1)"
     classes="$(mktemp -d)"
     trap 'rm -rf "$classes"' EXIT
-    javac --release 8 -nowarn -cp "$hadoop_api" -d "$classes" "$localfs_src" 2>&1 | grep -v "^warning: \[options\]" || true
-    [ -f "$classes/backfill_safe/NioLocalFileSystem.class" ] || { echo "error: javac failed on $localfs_src" >&2; exit 1; }
+    # shellcheck disable=SC2086
+    javac --release 8 -nowarn -cp "$pyspark_jars/*" -d "$classes" $jvm_sources 2>&1 | grep -v "^warning: \[options\]" || true
+    for class in NioLocalFileSystem ScanLog; do
+        [ -f "$classes/backfill_safe/$class.class" ] || { echo "error: javac failed on scripts/jvm/backfill_safe/$class.java" >&2; exit 1; }
+    done
     mkdir -p .venv/jars
     # built aside and moved into place: an interrupted build leaves no jar that looks complete
-    jar cf "$classes/localfs.jar" -C "$classes" backfill_safe
-    rm -f .venv/jars/backfill-safe-localfs-*.jar
-    mv "$classes/localfs.jar" "$localfs_jar"
+    jar cf "$classes/jvm.jar" -C "$classes" backfill_safe
+    rm -f .venv/jars/backfill-safe-jvm-*.jar .venv/jars/backfill-safe-localfs*.jar
+    mv "$classes/jvm.jar" "$jvm_jar"
     rm -rf "$classes"
     trap - EXIT
 fi
-ln -sf "$(basename "$localfs_jar")" .venv/jars/backfill-safe-localfs.jar
+ln -sf "$(basename "$jvm_jar")" .venv/jars/backfill-safe-jvm.jar
 mkdir -p .warehouse

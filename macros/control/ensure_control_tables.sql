@@ -1,5 +1,6 @@
 {#- on-run-start: create the control schema, the watermark table (one row per pipeline =
-    incremental model; see advance_watermark) and the run records (see record_runs) if they are
+    incremental model; see advance_watermark), the run records (see record_runs) and what the
+    runs scanned (see record_scans) if they are
     missing, and add the watermark table's newer columns to one made before them. Nothing under
     backfill vars: a backfill never reads or moves the watermark, and the
     runner creates these tables when it starts (`dbt run-operation ensure_control_tables`). -#}
@@ -53,6 +54,36 @@
                 removed_files bigint,
                 changed_partitions bigint,
                 message string,
+                recorded_at timestamp
+            )
+            using iceberg
+            tblproperties ('format-version' = '2')
+        {% endcall %}
+        {% call statement('create_run_scans') %}
+            create table if not exists {{ var('control_schema', 'control') }}.run_scans (
+                invocation_id string,
+                model_name string,
+                table_name string,
+                branch string,
+                role string,
+                window_start date,
+                window_end date,
+                statements int,
+                scans int,
+                data_files_planned bigint,
+                data_files_skipped bigint,
+                largest_scan_files bigint,
+                table_data_files bigint,
+                data_manifests_scanned bigint,
+                data_manifests_skipped bigint,
+                bytes_planned bigint,
+                splits_read bigint,
+                rows_read bigint,
+                delete_files_planned bigint,
+                max_scan_share double,
+                over_share boolean,
+                filters string,
+                started_at timestamp,
                 recorded_at timestamp
             )
             using iceberg

@@ -8,8 +8,10 @@
       measures:      (optional) the columns whose daily sums reconcile it, e.g. [net_amount]
       scope:         (optional) how its rows are tied to its sources' versions, so a daily run
                      reads only the keys its changes reach (declared_scope)
+      max_scan_share: (optional) the largest share of its table's data files one read of a
+                     daily run may take (record_scans warns, scans_within_declared_share fails)
     Returned as {name, unique_id, relation, unique_key, event_date, lookback, current_state,
-    current_state_relation, measures, scope}. A declaration that is incomplete or names what does not
+    current_state_relation, measures, scope, max_scan_share}. A declaration that is incomplete or names what does not
     exist is a compiler error naming the model and the key. `node` is a model node of the graph. -#}
 {% macro declared_model(node) %}
     {% do backfill_safe.check_framework_declaration(node) %}
@@ -20,7 +22,8 @@
         {{ exceptions.raise_compiler_error(where ~ ": a mapping with event_date, lookback and "
             ~ "current_state is required; got " ~ block) }}
     {% endif %}
-    {% set known = ['event_date', 'lookback', 'current_state', 'measures', 'scope'] %}
+    {% set known = ['event_date', 'lookback', 'current_state', 'measures', 'scope',
+                    'max_scan_share'] %}
     {% for key in block.keys() if key not in known %}
         {{ exceptions.raise_compiler_error(where ~ ": unknown key '" ~ key ~ "' (keys: "
             ~ known | join(', ') ~ ")") }}
@@ -42,6 +45,7 @@
             | join(', ')) if domains is mapping else 'none') ~ "); name one, or declare the "
             ~ "model's own window in whole days (lookback: 3)") }}
     {% endif %}
+    {% set share = backfill_safe.max_scan_share(node) %}
     {% set unique_key = node.config.unique_key %}
     {% if unique_key is not string or not unique_key %}
         {{ exceptions.raise_compiler_error(where ~ ": the model needs one unique_key column in "
@@ -79,6 +83,7 @@
             schema=state.schema, identifier=state.alias, type='view'),
         'measures': measures,
         'scope': scope,
+        'max_scan_share': share,
     }) }}
 {% endmacro %}
 

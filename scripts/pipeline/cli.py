@@ -329,6 +329,10 @@ def _backfill_command(args: argparse.Namespace) -> int:
         if args.command == "status":
             for table in runner.status(args.run_id):
                 console.print(table)
+            if not args.run_id:
+                from pipeline.metrics import metrics_table, model_metrics
+
+                console.print(metrics_table(model_metrics(runner.spark)))
             return 0
         if args.command == "rollback":
             runner.rollback(args.run_id)

@@ -195,9 +195,10 @@ def server_conf(cdir: Path) -> dict[str, str]:
     conf.pop("spark.driver.memory")  # --driver-memory
     # the embedded target's local file system class (no forked chmod per file) is the driver's
     # only: a cluster's executors would need the jar too, and a real cluster writes to its own
-    # storage; the Thrift Server keeps Hadoop's
+    # storage; the Thrift Server keeps Hadoop's. The framework's jar stays on the driver's class
+    # path (spark.driver.extraClassPath, passed by `start` with the Iceberg jar): record_scans
+    # reads the scan figures of the server's statements through its ScanLog class
     conf.pop("spark.hadoop.fs.file.impl", None)
-    conf.pop("spark.driver.extraClassPath", None)
     conf.update({
         "spark.sql.warehouse.dir": str(cdir / "warehouse"),
         "spark.hadoop.javax.jdo.option.ConnectionURL":
@@ -278,6 +279,9 @@ def start(
         jar = Path(conf.pop("spark.jars"))
         if not jar.is_file():
             raise ClusterError(f"Iceberg runtime jar not found at {jar}: run bash scripts/bootstrap.sh")
+        classes = Path(conf.pop("spark.driver.extraClassPath"))
+        if not classes.is_file():
+            raise ClusterError(f"the framework's JVM classes not found at {classes}: run bash scripts/bootstrap.sh")
         if thrift_port is None:
             thrift_port = DEFAULT_THRIFT_PORT if _port_is_free(DEFAULT_THRIFT_PORT) else free_port()
         elif not _port_is_free(thrift_port):
@@ -309,7 +313,8 @@ def start(
                              state.master_url)
             launcher.run("thriftserver", "bin/spark-submit", "--master", state.master_url,
                          "--name", "backfill_safe thrift server", "--class", THRIFT_SERVER,
-                         "--jars", str(jar), "--driver-class-path", str(jar), "--driver-memory", driver_memory,
+                         "--jars", str(jar), "--driver-class-path", os.pathsep.join((str(jar), str(classes))),
+                         "--driver-memory", driver_memory,
                          *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
                          "spark-internal",
                          "--hiveconf", f"hive.server2.thrift.bind.host={HOST}",

@@ -37,6 +37,7 @@ class NodeResult:
     failures: int | None
     message: str | None
     execution_time: float = 0.0  # seconds dbt spent executing the node
+    attached_node: str | None = None  # a data test's model (unique id), else None
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,7 @@ def _node_results(result: dbtRunnerResult) -> list[NodeResult]:
             failures=getattr(item, "failures", None),
             message=item.message,
             execution_time=float(getattr(item, "execution_time", 0.0) or 0.0),
+            attached_node=getattr(node, "attached_node", None),
         ))
     return nodes
 

@@ -18,7 +18,7 @@ FRAMEWORK_DIR = Path(__file__).resolve().parents[2]
 PROJECT_DIR = Path(os.environ.get("DBT_PROJECT_DIR") or FRAMEWORK_DIR).resolve()
 PROFILES_DIR = Path(os.environ.get("DBT_PROFILES_DIR") or FRAMEWORK_DIR / "profiles").resolve()
 DEFAULT_JAR = FRAMEWORK_DIR / ".venv" / "iceberg" / "iceberg-spark-runtime.jar"
-LOCALFS_JAR = FRAMEWORK_DIR / ".venv" / "jars" / "backfill-safe-localfs.jar"
+JVM_JAR = FRAMEWORK_DIR / ".venv" / "jars" / "backfill-safe-jvm.jar"
 
 
 def state_dir() -> Path:
@@ -58,5 +58,5 @@ def export_environment() -> None:
     """
     os.environ["PIPELINE_STATE_DIR"] = str(state_dir())
     os.environ.setdefault("PIPELINE_ICEBERG_JAR", str(DEFAULT_JAR))
-    os.environ.setdefault("PIPELINE_LOCALFS_JAR", str(LOCALFS_JAR))
+    os.environ.setdefault("PIPELINE_JVM_JAR", str(JVM_JAR))
     os.environ.setdefault("DBT_PROFILES_DIR", str(PROFILES_DIR))

@@ -4,10 +4,12 @@ Per pipeline: watermark and its lag, the sources' freshness (dbt source freshnes
 runs with the rows they merged (control.run_records); for every declared incremental model
 (config.meta.backfill_safe, from the manifest), its declared measures per event date over the
 last N days, its current state against the model, as a chart and a table, and the records each
-daily run added; backfill runs with their windows; and the alerts: failed runs, sources past
-their freshness thresholds, volume tests that do not pass, and rows late beyond their
-restatement window. An incremental model that declares nothing is named on the page as having no
-daily reconciliation, never left out in silence.
+daily run added; per model of the kind, the playbook's minimal metrics (pipeline.metrics);
+what each model's last daily run read of every table (control.run_scans); backfill runs with
+their windows; and the alerts: failed runs, sources past their freshness thresholds, volume
+tests that do not pass, rows late beyond their restatement window, and daily runs that read more
+of their own table than their declared max_scan_share. An incremental model that declares
+nothing is named on the page as having no daily reconciliation, never left out in silence.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pipeline import iceberg
 from pipeline.dbt import Dbt, Freshness
 from pipeline.engine import Sql
 from pipeline.manifest import IncrementalModel, incremental_models, unreflected_changes_relation
+from pipeline.metrics import ModelMetrics, lag_text, model_metrics
 
 ALERT_TESTS = ("volume_within_band", "run_delta_within_band", "no_unloaded_changes", "reconcile_daily_totals")
 
@@ -45,6 +48,10 @@ class Report:
     daily: dict[str, ModelDaily] = field(default_factory=dict)
     undeclared: list[str] = field(default_factory=list)  # incremental models with no declaration
     backfills: list[dict] = field(default_factory=list)
+    # per model, what its last daily run read of each table (control.run_scans): None when the
+    # warehouse has no scan records yet
+    reads: list[dict] | None = None
+    metrics: list[ModelMetrics] = field(default_factory=list)  # the playbook's minimal metrics
     alerts: list[str] = field(default_factory=list)
 
 
@@ -83,6 +90,18 @@ def collect(spark: Sql, dbt: Dbt, days: int = 14, runs: int = 30) -> Report:
                count(distinct case when w.status = 'done' then w.window_index end) as windows_done
         from control.backfill_runs as r left join control.backfill_window_events as w on r.run_id = w.run_id
         group by all order by r.created_at desc""") if spark.catalog.tableExists("control.backfill_runs") else []
+    report.reads = _rows(spark, """
+        select s.model_name, s.table_name, s.role, s.scans, s.largest_scan_files, s.table_data_files,
+               s.data_files_planned, s.data_files_skipped, s.splits_read, s.rows_read, s.max_scan_share,
+               s.over_share, s.filters, s.started_at, s.invocation_id
+        from control.run_scans as s
+        join (select model_name, max(started_at) as started_at from control.run_scans
+              where window_start is null group by model_name) as last
+          on s.model_name = last.model_name and s.started_at = last.started_at
+        where s.window_start is null
+        order by s.model_name, case when s.role = 'target' then 0 else 1 end, s.table_name""") \
+        if spark.catalog.tableExists("control.run_scans") else None
+    report.metrics = model_metrics(spark)
     report.freshness = dbt.freshness()
     report.alerts = _alerts(spark, dbt, report)
     return report
@@ -125,21 +144,24 @@ def _alerts(spark: Sql, dbt: Dbt, report: Report) -> list[str]:
                if r["not_built"] else
                f"{r['model_name']}: {r['keys']} keys late beyond their window on {', '.join(sorted(r['dates']))}: "
                "`pipeline restate`" for r in late]
+    alerts += [f"{r['model_name']}: its last daily run read {r['largest_scan_files']} of its table's "
+               f"{r['table_data_files']} data files in one scan, more than its declared max_scan_share "
+               f"{r['max_scan_share']}: has its incremental filter stopped pruning?"
+               for r in report.reads or [] if r["over_share"]]
     backfills = [b for b in report.backfills if b["status"] in ("failed", "gate_failed", "publish_refused")]
     alerts += [f"backfill {b['run_id']}: {b['status']}: {b['message']}" for b in backfills]
     return alerts
 
 
+def _share(scan: dict) -> str:
+    files = scan["table_data_files"]
+    return f"{scan['largest_scan_files']} / {files} ({scan['largest_scan_files'] / files:.0%})" if files else \
+        f"{scan['largest_scan_files']} / ?"
+
+
 # -- rendering ---------------------------------------------------------------------------------
 def _e(value: object) -> str:
     return html.escape("" if value is None else str(value))
-
-
-def _lag(seconds: object) -> str:
-    if seconds is None:
-        return "-"
-    seconds = float(seconds)
-    return f"{seconds / 86400:.1f} days" if seconds >= 86400 else f"{seconds / 3600:.1f} hours"
 
 
 def _table(columns: list[str], rows: list[list[object]], css: str = "") -> str:
@@ -202,10 +224,10 @@ def _bar_chart(labels: list[str], values: list[float], title: str) -> str:
 def render(report: Report) -> str:
     pipelines = _table(
         ["pipeline", "watermark", "watermark lag", "last run", "last status"],
-        [[p["pipeline_name"], p["watermark_ts"], _lag(p["lag_seconds"]), p["last_run_at"], p["last_status"]]
+        [[p["pipeline_name"], p["watermark_ts"], lag_text(p["lag_seconds"]), p["last_run_at"], p["last_status"]]
          for p in report.pipelines], "pipelines")
     freshness = _table(["source", "status", "latest update", "age"],
-                       [[f.source, f.status, f.max_loaded_at, _lag(f.age_seconds)] for f in report.freshness], "freshness")
+                       [[f.source, f.status, f.max_loaded_at, lag_text(f.age_seconds)] for f in report.freshness], "freshness")
     runs_charts = "".join(
         _bar_chart([f"{r['started_at']:%Y-%m-%d %H:%M}" for r in runs],
                    [float(r["added_records"] or 0) for r in runs], f"records added per {name} daily run")
@@ -226,6 +248,18 @@ def render(report: Report) -> str:
                        [[b["run_id"], b["status"], f"{b['start_date']} .. {b['end_date']}",
                          f"{b['windows_done']}/{b['windows']}", ", ".join(json.loads(b["models"])), b["reason"],
                          b["created_at"], b["finished_at"]] for b in report.backfills], "backfills")
+    reads = _table(["model", "table", "role", "scans", "largest read: files / table's files", "files planned",
+                    "files skipped", "splits read", "rows read", "max share", "filters", "started"],
+                   [[r["model_name"], r["table_name"], r["role"], r["scans"], _share(r), r["data_files_planned"],
+                     r["data_files_skipped"], r["splits_read"], r["rows_read"], r["max_scan_share"],
+                     (r["filters"] or "")[:200], r["started_at"]] for r in report.reads], "reads") \
+        if report.reads is not None else \
+        '<p class="undeclared">no scan records yet: control.run_scans is made by the next dbt run</p>'
+    metrics = _table(["model", "rows", "duplicate keys per 1k", "watermark lag", "backfill windows",
+                      "window p50 (s)", "window p95 (s)", "last backfill", "mismatches (gate)"],
+                     [[m.model, m.rows, m.duplicate_keys_per_1k, lag_text(m.watermark_lag_seconds), m.backfill_windows,
+                       m.window_runtime_p50_s, m.window_runtime_p95_s, m.last_backfill, m.mismatch_count]
+                      for m in report.metrics], "metrics")
     alerts = ("<ul class=\"alerts\">" + "".join(f"<li>{_e(a)}</li>" for a in report.alerts) + "</ul>"
               if report.alerts else '<p class="ok" id="no-alerts">no alerts</p>')
     return f"""<!doctype html>
@@ -241,9 +275,11 @@ th {{ background: #f3f3f3; }} .alerts li {{ color: #b00020; }} .ok {{ color: #2e
 <p>generated {_e(f"{report.generated_at:%Y-%m-%d %H:%M:%S}")} UTC</p>
 <h2 id="alerts">Alerts ({len(report.alerts)})</h2>{alerts}
 <h2 id="pipelines">Pipelines: watermark and lag</h2>{pipelines}
+<h2 id="metrics">Minimal metrics per model (the idempotent-backfill playbook)</h2>{metrics}
 <h2 id="freshness">Source freshness (dbt source freshness on updated_at)</h2>{freshness}
 <h2 id="daily">Declared models: measures per event date, source vs mart (last {report.days} dates)</h2>{daily}
 <h2 id="runs">Runs: rows merged</h2>{runs_charts}{runs}
+<h2 id="reads">Reads: what each model's last daily run scanned, per table (Iceberg's scan metrics)</h2>{reads}
 <h2 id="backfills">Backfill runs</h2>{backfills}
 </body></html>
 """

@@ -100,11 +100,11 @@ def get_spark() -> SparkSession:
             f"Iceberg runtime jar not found at {jar}: run scripts/bootstrap.sh "
             "(it links the jar from the snowpark-connect-deps-iceberg package)"
         )
-    localfs = Path(conf.get("spark.driver.extraClassPath", ""))
-    if conf.get("spark.hadoop.fs.file.impl") == "backfill_safe.NioLocalFileSystem" and not localfs.is_file():
+    classes = Path(conf.get("spark.driver.extraClassPath", ""))
+    if conf.get("spark.hadoop.fs.file.impl") == "backfill_safe.NioLocalFileSystem" and not classes.is_file():
         raise FileNotFoundError(
-            f"local file system jar not found at {localfs}: run scripts/bootstrap.sh "
-            "(it compiles scripts/jvm/backfill_safe/NioLocalFileSystem.java)"
+            f"the framework's JVM classes not found at {classes}: run scripts/bootstrap.sh "
+            "(it compiles scripts/jvm/backfill_safe/*.java)"
         )
     lock_warehouse(paths.state_dir())
     builder = SparkSession.builder.appName("backfill_safe").master("local[2]").enableHiveSupport()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -120,6 +121,13 @@ def test_backfill_reproduces_the_full_refresh_publishes_atomically_and_rolls_bac
             (stats["added"], stats["deleted"], stats["changed_partitions"])
         assert record.watermark_before == record.watermark_after == watermark
     assert sum(r.added_records for r in records) > 0
+    # what each window read of its table, on the run's branch (record_scans under backfill vars)
+    reads = built.rows("select * from control.run_scans where role = 'target' and branch = :b order by window_start,"
+                       " model_name".replace(":b", f"'{run_id}'"))
+    assert [(str(r.window_start), str(r.window_end), r.model_name) for r in reads] == [
+        ("2025-01-01", "2025-01-02", "fct_order_item"), ("2025-01-01", "2025-01-02", "fct_orders"),
+        ("2025-01-02", "2025-01-03", "fct_order_item"), ("2025-01-02", "2025-01-03", "fct_orders")]
+    assert all(0 < r.largest_scan_files < r.table_data_files and not r.over_share for r in reads), reads
     assert built.watermark("fct_order_item") == watermark  # a backfill does not move the daily watermark
     assert not built.rows(f"select * from marts.fct_order_item.refs where name = '{run_id}'")  # branch dropped
     statuses = {r.status for r in built.dbt.invoke("test", "--select", "fct_order_item", "fct_orders")
@@ -132,6 +140,60 @@ def test_backfill_reproduces_the_full_refresh_publishes_atomically_and_rolls_bac
     backfill.rollback(run_id)
     assert {t: built.table(t) for t in MARTS} == before_tables
     assert control.runs(run_id)[0].status == "rolled_back"
+
+
+def test_status_gives_each_model_the_playbooks_minimal_metrics(built: Warehouse, capsys):
+    """Duplicate keys per 1k rows, backfill window runtime p50/p95, watermark lag and the gate's
+    mismatch count, per model, in `pipeline status` and as pipeline.metrics computes them."""
+    from pipeline import cli
+    from pipeline.metrics import model_metrics
+
+    # a backfill of 01-02..01-03 leaves 01-01's three silent misses: the gate's reconciliation
+    # of fct_order_item fails on that date, on the branch, and nothing is published
+    backfill = runner(built)
+    run_id = backfill.start(backfill.plan("2025-01-02", "2025-01-04", "fct_order_item", 1), "metrics test")
+    assert backfill.status_of(run_id) == "gate_failed"
+    measures = "count(*) as n, sum(quantity) as q, sum(net_amount) as a"
+    [mismatched] = built.rows(f"""
+        select count(*) as dates from (
+            select order_date, {measures} from marts.fct_order_item version as of '{run_id}' group by order_date) m
+        full outer join (
+            select order_date, {measures} from staging.int_order_items__current_state where not is_deleted
+            group by order_date) s on m.order_date <=> s.order_date
+        where not (m.n <=> s.n and m.q <=> s.q and m.a <=> s.a)""")
+    assert mismatched.dates == 1
+    # a duplicate key in fct_orders
+    built.spark.sql("insert into marts.fct_orders select * from marts.fct_orders where order_id = "
+                    "(select min(order_id) from marts.fct_orders)")
+    [orders] = built.rows("select count(*) as n from marts.fct_orders")
+
+    def percentile(values: list[float], p: float) -> float:  # linear interpolation, as Spark's
+        values = sorted(values)
+        at = p * (len(values) - 1)
+        low = int(at)
+        return values[low] + (values[min(low + 1, len(values) - 1)] - values[low]) * (at - low)
+
+    metrics = {m.model: m for m in model_metrics(built.spark)}
+    assert {"fct_order_item", "fct_orders", "dim_customer"} <= set(metrics)
+    item_metrics = metrics["fct_order_item"]
+    runtimes = [(w.finished_at - w.started_at).total_seconds() for w in built.rows(
+        "select w.started_at, w.finished_at from control.backfill_window_events w join control.backfill_runs r"
+        " on r.run_id = w.run_id where w.status = 'done' and r.models like '%\"fct_order_item\"%'")]
+    assert len(runtimes) >= 2 and item_metrics.backfill_windows == len(runtimes)
+    assert item_metrics.window_runtime_p50_s == round(percentile(runtimes, 0.5), 1)
+    assert item_metrics.window_runtime_p95_s == round(percentile(runtimes, 0.95), 1)
+    assert (item_metrics.last_backfill, item_metrics.mismatch_count) == (run_id, mismatched.dates)
+    assert item_metrics.duplicate_keys_per_1k == 0.0
+    assert metrics["fct_orders"].duplicate_keys_per_1k == round(1000 / orders.n, 3)
+    [lag] = built.rows("select unix_timestamp(current_timestamp()) - unix_timestamp(watermark_ts) as s"
+                       " from control.etl_watermark where pipeline_name = 'fct_order_item'")
+    assert abs(item_metrics.watermark_lag_seconds - lag.s) <= 120
+
+    assert cli.main(["status"]) == 0
+    printed = re.sub(r"[^\w\s.\-:]", " ", capsys.readouterr().out)  # the figures, without the table's lines
+    assert re.search(rf"fct_orders\s.*?\s{orders.n}\s.*?{round(1000 / orders.n, 3)}\s", printed), printed[-3000:]
+    assert re.search(rf"fct_order_item\s.*?\s{item_metrics.backfill_windows}\s+{item_metrics.window_runtime_p50_s}\s+"
+                     rf"{item_metrics.window_runtime_p95_s}\s+{run_id}\s+{mismatched.dates}\s", printed), printed[-3000:]
 
 
 def test_failing_gate_publishes_nothing_and_leaves_a_report(built: Warehouse):
@@ -377,10 +439,17 @@ def test_status_page_renders_in_a_real_browser_with_the_figures_of_a_known_run(b
     built.land(order_items=[item(10**6, 1, "2025-01-04 23:00")])
     built.spark.sql("insert into raw.orders select 1000000, 1, 'web', 'placed', timestamp'2025-01-04 23:00',"
                     " timestamp'2025-01-04 23:00', false, current_timestamp(), 'page' ")
-    built.dbt_run("--select", "fct_orders")
+    # and a new line of an order of 2025-01-03: the run reads that order's file of its table
+    [(placed,)] = built.rows("select min(order_id) from marts.fct_orders where order_date = date'2025-01-03'")
+    built.land(order_items=[item(placed, 99, "2025-01-04 23:00")])
+    # (declaring that one read of its table may take at most 1% of its files: an alert)
+    built.dbt_run("--select", "fct_orders", "--vars", "{max_scan_share: 0.01}")
     [known] = built.rows("select * from control.run_records where model_name = 'fct_orders'"
                          f" and invocation_id = '{built.dbt.last_invocation_id()}'")
     assert known.added_records > 0
+    [read] = built.rows("select * from control.run_scans where model_name = 'fct_orders' and role = 'target'"
+                        f" and invocation_id = '{built.dbt.last_invocation_id()}'")
+    assert 0 < read.largest_scan_files < read.table_data_files and read.over_share
     # 2025-01-01 carries the module's three silent misses: source and mart differ on the page
     mart_total = built.rows("select sum(net_amount) as s from marts.fct_order_item"
                             " where order_date = date'2025-01-01'")[0].s
@@ -417,6 +486,19 @@ def test_status_page_renders_in_a_real_browser_with_the_figures_of_a_known_run(b
     # the incremental models that declare no measures are named, not left out in silence
     assert re.search(r"no daily reconciliation .*?: dim_channel, dim_customer, dim_date, dim_driver, dim_product", text)
     assert re.search(r"fct_order_item: 3 keys late beyond their window on 2025-01-01", text)  # an alert
+    # what the known run read of its table, and the alert its declared share raised
+    share = f"{read.largest_scan_files} / {read.table_data_files} ({read.largest_scan_files / read.table_data_files:.0%})"
+    assert re.search(rf"fct_orders\s+marts\.fct_orders\s+target\s+{read.scans}\s+{re.escape(share)}"
+                     rf"\s+{read.data_files_planned}\s+{read.data_files_skipped}\s+{read.splits_read}\s+{read.rows_read}"
+                     r"\s+0\.01\s+[^\n]*?order_date IN", text), re.findall(r"fct_orders\s+marts\.fct_orders.{0,200}", text)
+    assert re.search(rf"fct_orders: its last daily run read {read.largest_scan_files} of its table's "
+                     rf"{read.table_data_files} data files in one scan, more than its declared max_scan_share 0\.01",
+                     text)
+    # the minimal metrics per model: fct_orders' rows and no duplicate key, the backfill's window
+    [orders] = built.rows("select count(*) as n from marts.fct_orders")
+    metrics = re.sub(r"<[^>]+>", " ", re.search(r'<h2 id="metrics">(.*?)<h2', dom.stdout, re.S).group(1))
+    assert re.search(rf"fct_orders\s+{orders.n}\s+0\.0\s+[\d.]+ days\s+1\s+[\d.]+\s+[\d.]+\s+{run_id}\s+0\s",
+                     metrics), metrics
     assert dom.stdout.count('class="bar"') >= 1  # the records added per daily run
 
     shot = tmp_path / "status.png"

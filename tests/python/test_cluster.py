@@ -141,6 +141,13 @@ def test_a_build_and_a_backfill_through_the_thrift_server_equal_the_embedded_mai
     watermarks = dict(running.query("select pipeline_name, cast(watermark_ts as string) from control.etl_watermark"
                                     " where watermark_ts is not null"))
     assert {"fct_order_item", "fct_orders"} <= set(watermarks), watermarks
+    # what each model read, recorded from the Thrift Server's own SQL status store (the class
+    # backfill_safe.ScanLog on its driver's class path)
+    read = {(m, t): (planned, rows) for m, t, planned, rows in running.query(
+        "select model_name, table_name, data_files_planned, rows_read from control.run_scans")}
+    [(landed_lines,)] = running.query("select count(*) from raw.order_items")
+    assert read[("fct_order_item", "raw.order_items")][1] >= landed_lines > 0  # a first build reads them all
+    assert read[("dim_customer", "raw.customers")][0] > 0
 
     # the same sample on the embedded Spark (once per session, test_main_job reads it too)
     assert main_job_sample.exit_code == 0, main_job_sample.output

@@ -55,7 +55,7 @@ def test_a_teams_project_installs_the_framework_and_gets_its_guarantees(tmp_path
     env = {**os.environ, "DBT_PROJECT_DIR": str(project), "DBT_PROFILES_DIR": str(project / "profiles"),
            "PIPELINE_STATE_DIR": str(tmp_path / "state"), "DBT_USE_COLORS": "false",
            "PIPELINE_ICEBERG_JAR": str(FRAMEWORK_DIR / ".venv" / "iceberg" / "iceberg-spark-runtime.jar"),
-           "PIPELINE_LOCALFS_JAR": str(FRAMEWORK_DIR / ".venv" / "jars" / "backfill-safe-localfs.jar")}
+           "PIPELINE_JVM_JAR": str(FRAMEWORK_DIR / ".venv" / "jars" / "backfill-safe-jvm.jar")}
     env.pop("DBT_TARGET_PATH", None)
     deps = subprocess.run([str(DBT), "deps"], cwd=project, env=env, capture_output=True, text=True, timeout=300)
     assert deps.returncode == 0, deps.stdout[-3000:] + deps.stderr[-2000:]

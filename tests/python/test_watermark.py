@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from domains import SHOP_ONLY
+from pipeline.dbt import DbtError
 from helpers import Warehouse, customer, driver, item, last_invocation_statements, order, product, trip, ts
 
 
@@ -224,6 +225,87 @@ def test_run_records_match_the_snapshot_summaries_and_record_failed_runs(base: W
     assert failed.status == "error" and "no longer matches the table" in failed.message
     assert failed.snapshots_committed == 0
     assert failed.watermark_before == failed.watermark_after == naive("2025-01-11 10:00")
+
+
+def test_a_daily_run_records_the_data_files_each_model_read_of_its_table(base: Warehouse):
+    """control.run_scans, per model and table read: the files the model's largest read of its own
+    table planned equal, for every model of the kind that ran, Iceberg's own count of the data
+    files its table held before the run in the partitions the run wrote to."""
+    from pipeline.manifest import incremental_models
+
+    models = {m.name: m for m in incremental_models()}
+    before = {name: base.snapshot_id(m.relation) for name, m in models.items()
+              if base.spark.catalog.tableExists(m.relation)}
+    base.land(customers=[customer(2, "2025-01-11 09:00")],
+              orders=[order(103, "2025-01-11 10:00", customer_id=2)],
+              order_items=[item(103, 1, "2025-01-11 10:00"), item(102, 1, "2025-01-11 11:00", quantity=5)])
+    base.dbt_run()
+    invocation = base.dbt.last_invocation_id()
+    ran = {r.model_name for r in base.rows(
+        f"select model_name from control.run_records where invocation_id = '{invocation}' and status = 'success'")}
+    scans = {(r.model_name, r.table_name): r for r in base.rows(
+        f"select * from control.run_scans where invocation_id = '{invocation}'")}
+    checked = sorted(set(models) & ran & set(before))
+    checked_partitioned = []
+    assert {"fct_order_item", "fct_orders", "dim_customer"} <= set(checked)
+    for name in checked:
+        relation = models[name].relation
+        new = [r.snapshot_id for r in base.rows(
+            f"select snapshot_id from {relation}.snapshots where committed_at > (select committed_at "
+            f"from {relation}.snapshots where snapshot_id = {before[name]})")]
+        [total] = base.rows(f"select count(*) as n from {relation}.files version as of {before[name]} where content = 0")
+        record = scans.get((name, relation))
+        if not new:  # committed nothing: whatever it read of its table, no more than the table
+            assert record is None or record.largest_scan_files <= total.n, name
+            continue
+        partitioned = "partition" in base.spark.table(f"{relation}.files").columns
+        if partitioned:
+            touched = f"select distinct data_file.partition from {relation}.entries where snapshot_id in " \
+                      f"({', '.join(map(str, new))})"
+            [expected] = base.rows(f"select count(*) as n from {relation}.files version as of {before[name]} "
+                                   f"where content = 0 and partition in ({touched})")
+        assert record is not None, f"{name}: no scan of {relation} recorded"
+        assert record.role == "target" and record.table_data_files == total.n, name
+        # the partitions the run wrote to, or the whole of an unpartitioned table
+        assert record.largest_scan_files == (expected.n if partitioned else total.n), name
+        assert record.data_files_planned >= record.largest_scan_files
+        checked_partitioned.append(name) if partitioned else None
+    assert {"fct_order_item", "fct_orders"} <= set(checked_partitioned)
+    fact = scans[("fct_order_item", "marts.fct_order_item")]
+    assert "order_date IN" in fact.filters  # the MERGE's pruning predicate, as Iceberg got it
+    assert fact.largest_scan_files < fact.table_data_files  # the 01-02 file was not read
+    # the fact's reads of the landed order lines are recorded too, as what they are
+    lines = scans[("fct_order_item", "raw.order_items")]
+    assert lines.role == "source" and lines.rows_read >= 2
+
+
+def test_a_daily_run_that_reads_more_of_its_table_than_declared_warns(base: Warehouse):
+    from pipeline import paths
+
+    log = paths.state_dir() / "logs" / "dbt.log"
+
+    def warned(*args: str) -> str:
+        size = log.stat().st_size
+        base.dbt_run("--vars", "{max_scan_share: 0.5}", *args)
+        with log.open(encoding="utf-8", errors="replace") as handle:
+            handle.seek(size)
+            return "\n".join(line for line in handle if "record_scans:" in line)
+
+    # a correction of one order: the fact reads only the file of its date, 01-10 (1 of 2)
+    base.land(order_items=[item(102, 1, "2025-01-11 11:00", quantity=5)])
+    assert "fct_order_item" not in warned()
+    # a correction of every order: the fact's MERGE reads every file of its table
+    base.land(order_items=[item(101, 1, "2025-01-12 11:00", quantity=3), item(102, 1, "2025-01-12 11:00", quantity=6)])
+    alert = warned()
+    [record] = base.rows(f"select * from control.run_scans where invocation_id = '{base.dbt.last_invocation_id()}' "
+                         "and model_name = 'fct_order_item' and role = 'target'")
+    assert record.largest_scan_files == record.table_data_files == 3  # 01-02, and 01-10 before and after
+    assert record.max_scan_share == 0.5
+    assert "fct_order_item read 3 of its table's 3 data files in one scan, more than its declared " \
+           "max_scan_share 0.5" in alert
+    # a share that is no share is refused, naming the var
+    with pytest.raises(DbtError, match="var 'max_scan_share': max_scan_share: .* a number > 0 and <= 1"):
+        base.dbt.invoke("run", *SHOP_ONLY, "--select", "fct_orders", "--vars", "{max_scan_share: 50}")
 
 
 def test_a_model_none_of_whose_inputs_landed_anything_stages_and_commits_nothing(base: Warehouse):

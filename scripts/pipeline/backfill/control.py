@@ -12,6 +12,9 @@
 - backfill_date_figures: per restatement (`pipeline restate`), model, event date and figure
   (rows, each declared measure): the value before, the value its dry run announced, and the
   value the published table holds: what the missed window cost and what the restatement changed.
+- backfill_gate_results: per run and data test of the gate (run on the branches before
+  publishing): the model it tests, its status and failing rows; the reconciliation's failures are
+  the run's mismatch count (pipeline.metrics).
 """
 
 from __future__ import annotations
@@ -41,6 +44,9 @@ _DDL = {
     "backfill_date_figures": """
         run_id string, model_name string, event_date date, figure string, late_keys int,
         before_value decimal(38, 6), announced_value decimal(38, 6), after_value decimal(38, 6),
+        recorded_at timestamp""",
+    "backfill_gate_results": """
+        run_id string, data_test string, model_name string, status string, failures bigint,
         recorded_at timestamp""",
 }
 
@@ -199,6 +205,18 @@ class Control:
     def date_figures(self, run_id: str) -> list:
         return self._read("backfill_date_figures", f"select * from {SCHEMA}.backfill_date_figures"
                           " where run_id = :run_id order by model_name, event_date, figure", run_id=run_id)
+
+    # -- the gate's results ----------------------------------------------------------------------
+    def record_gate(self, run_id: str, rows: list[tuple[str, str | None, str, int | None]]) -> None:
+        """(test name, model name, status, failures) rows, in one commit."""
+        if not rows:
+            return
+        values, args = [], {"run_id": run_id}
+        for n, (test, model, status, failures) in enumerate(rows):
+            values.append(f"(:run_id, :t{n}, :m{n}, :s{n}, cast(:f{n} as bigint), current_timestamp())")
+            args.update({f"t{n}": test, f"m{n}": model, f"s{n}": status,
+                         f"f{n}": None if failures is None else int(failures)})
+        self._sql(f"insert into {SCHEMA}.backfill_gate_results values {', '.join(values)}", **args)
 
     def table_rolled_back(self, run_id: str, table: str) -> None:
         self._sql(f"update {SCHEMA}.backfill_tables set rolled_back_at = current_timestamp()"

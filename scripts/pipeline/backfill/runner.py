@@ -452,7 +452,8 @@ class Backfill:
         for table in recorded:  # cut at start; again after a crash that came before the branches
             if table.published_snapshot_id is None:
                 self.spark.sql(f"alter table {table.table_name} create branch if not exists {run_id}")
-        if not iceberg.table_exists(self.spark, "control.run_records"):  # the windows' records go there
+        # the windows' records go to run_records (this runner) and run_scans (record_scans)
+        if not all(iceberg.table_exists(self.spark, t) for t in ("control.run_records", "control.run_scans")):
             self.dbt.invoke("run-operation", "ensure_control_tables")
         windows = control.windows(run_id)
         todo = [planning.Window(w.window_index, w.window_start, w.window_end) for w in windows if w.status != "done"]
@@ -507,6 +508,9 @@ class Backfill:
                 tests = [n for n in self.dbt.invoke("test", "--select", *run.models, "--vars",
                                                     json.dumps({"backfill_branch": run_id}), check=False)
                          if n.resource_type == "test"]
+                control.record_gate(run_id, [
+                    (n.name, n.attached_node.split(".")[2] if n.attached_node else None, n.status, n.failures)
+                    for n in tests])
                 # a test of severity warn (the volume alerts) is reported, not a reason to withhold
                 gate = [n for n in tests if n.status not in ("pass", "warn")]
                 for warned in (n for n in tests if n.status == "warn"):
