@@ -3,26 +3,30 @@
     The figures are Spark's and Iceberg's own for every scan of a table in the model's
     statements (data files left after the pushed filters and skipped by them, manifests, bytes,
     file splits and rows read), from the driver's SQL status store (backfill_safe.ScanLog, a
-    class of the framework's jar on the driver's class path); a statement belongs to the model
+    class of the framework's jar on the driver's class path). A statement belongs to the model
     whose compilation or execution (dbt's timings: a model's compile-time probes are its reads
-    too) spans its submission (one thread: profiles set threads 1), or to the model
-    dbt's query comment names when the statement text is its description (a Thrift Server).
-    A scan adaptive execution found empty and took out of the plan (a MERGE whose key literals
-    no file's statistics admit) read nothing and is not listed.
-    `table_data_files` is the table's data file count in the snapshot current on main when the
-    model started, so `largest_scan_files / table_data_files` is the share of the table one
-    read took: a daily run whose filter stopped pruning reads all of it. A model that declares
-    `max_scan_share` (config.meta.backfill_safe) and read more of its own table than that gets
-    a warning here and a failing `scans_within_declared_share` test. Backfill windows are
-    recorded too (window_start/window_end). Nothing for a dual run's scratch build, nor for an
-    invocation that ran no model of the framework's kind; without the jar, a warning says the
-    figures were not recorded. Cost: one statement to find the class, one to read the log, one
-    append (which also reads the tables' snapshot metadata). -#}
+    too) spans its submission, and, when dbt's query comment is its description (a Thrift
+    Server), that names it; a statement two model runs span (threads > 1) belongs to neither.
+    Only tables `schema.table` outside the control schema count: metadata tables and the
+    framework's own bookkeeping (which other threads of the backfill runner read meanwhile) are
+    not the model's reads. A scan adaptive execution found empty and took out of the plan (a
+    MERGE whose key literals no file's statistics admit) read nothing and is not listed.
+    `table_data_files` (the model's own table only) is its data file count in the snapshot
+    current on main when the model started, so `largest_scan_files / table_data_files` is the
+    share of the table one read took: a daily run whose filter stopped pruning reads all of it.
+    A model of the kind whose max_scan_share (config.meta.backfill_safe, else var
+    max_scan_share) its daily run exceeded gets `over_share` and a warning here (an error under
+    --warn-error). Backfill windows are recorded too (window_start/window_end). Nothing for a
+    dual run's scratch build, for an invocation that ran no model of the kind, or with var
+    record_scans false; when the figures cannot be read (no class on the driver's class path,
+    no table, an error) a log line says so and the run goes on. Cost: one statement to find the
+    class, one to read the log, one append (which also reads the targets' snapshot metadata). -#}
 {% macro record_scans(results) %}
     {% if not execute or var('dual_run_model', none) is not none %}
         {{ return('') }}
     {% endif %}
     {% set runs = [] %}
+    {% set any_framework = namespace(found=false) %}
     {% for run in results if run.node.resource_type == 'model' %}
         {#- compile (its run_query probes) and execute -#}
         {% set starts = run.timing | map(attribute='started_at') | select | list %}
@@ -32,64 +36,67 @@
                                'end': backfill_safe.epoch_ms(ends | max),
                                'started_at': starts | min}) %}
         {% endif %}
+        {% set any_framework.found = any_framework.found
+            or backfill_safe.is_framework_model(run.node) %}
     {% endfor %}
-    {% set framework_runs = [] %}
-    {% for entry in runs if backfill_safe.is_framework_model(entry.run.node) %}
-        {% do framework_runs.append(entry) %}
-    {% endfor %}
-    {% if framework_runs | length == 0 %}
+    {% if not any_framework.found or not runs %}
         {{ return('') }}
     {% endif %}
-    {% set table = adapter.get_relation(database=none, schema=var('control_schema', 'control'),
-        identifier='run_scans') %}
-    {% if table is none %}
+    {% set control_schema = var('control_schema', 'control') %}
+    {% set unrecorded = "record_scans: what this run read was not recorded: " %}
+    {% if not var('record_scans', true) %}
+        {% do log(unrecorded ~ "var record_scans is false", info=true) %}
+        {{ return('') }}
+    {% endif %}
+    {% if adapter.get_relation(database=none, schema=control_schema,
+                               identifier='run_scans') is none %}
         {#- a backfill's vars skip ensure_control_tables (the runner makes the table) -#}
-        {% do exceptions.warn("record_scans: what this run scanned was not recorded: "
-            ~ var('control_schema', 'control') ~ ".run_scans does not exist (a daily run of the "
-            ~ "framework's models, or `dbt run-operation ensure_control_tables`, makes it)") %}
+        {% do log(unrecorded ~ control_schema ~ ".run_scans does not exist (a daily run of the "
+            ~ "framework's models, or `dbt run-operation ensure_control_tables`, makes it)",
+            info=true) %}
         {{ return('') }}
     {% endif %}
     {% set found = run_query("select reflect('java.lang.ClassLoader', 'getSystemResource',"
         ~ " 'backfill_safe/ScanLog.class') from values (1)").rows[0][0] %}
     {% if found is none %}
-        {% do exceptions.warn("record_scans: what this run scanned was not recorded: the class "
-            ~ "backfill_safe.ScanLog is not on the Spark driver's class path (the framework's jar,"
-            ~ " scripts/bootstrap.sh builds it; spark.driver.extraClassPath)") %}
+        {% do log(unrecorded ~ "the class backfill_safe.ScanLog is not on the Spark driver's "
+            ~ "class path (the framework's jar, which scripts/bootstrap.sh builds; "
+            ~ "spark.driver.extraClassPath)", info=true) %}
         {{ return('') }}
     {% endif %}
     {% set since = backfill_safe.epoch_ms(run_started_at) %}
-    {% set log = fromjson(run_query("select java_method('backfill_safe.ScanLog', 'since', '"
+    {% set log_json = fromjson(run_query("select java_method('backfill_safe.ScanLog', 'since', '"
         ~ since ~ "') from values (1)").rows[0][0]) %}
-    {% if log.get('error') %}
-        {% do exceptions.warn("record_scans: what this run scanned was not recorded: "
-            ~ log.error) %}
+    {% if log_json.get('error') %}
+        {% do log(unrecorded ~ log_json.error, info=true) %}
         {{ return('') }}
     {% endif %}
-    {% if log.oldest is not none and log.oldest > since %}
-        {% do exceptions.warn("record_scans: Spark no longer holds the first statements of this "
-            ~ "run (spark.sql.ui.retainedExecutions): the scan figures are incomplete") %}
+    {% if (log_json.first_execution or 0) > 0 and log_json.oldest is not none
+        and log_json.oldest > since %}
+        {% do log("record_scans: Spark no longer holds the first statements of this run "
+            ~ "(spark.sql.ui.retainedExecutions): the figures below are incomplete", info=true) %}
     {% endif %}
-    {#- 1. each scan to its model run: dbt's comment, else the execution that spans it -#}
-    {% set by_id = {} %}
-    {% for entry in runs %}
-        {% do by_id.update({entry.run.node.unique_id: entry}) %}
-    {% endfor %}
+    {#- 1. each scan of a table to its model run -#}
     {% set figures = {} %}
-    {% for scan in log.scans %}
-        {% set found = namespace(owner=by_id.get(scan.node_id) if scan.node_id else none) %}
-        {% if not scan.node_id %}
-            {% for entry in runs if entry.start <= scan.submitted <= entry.end %}
-                {% set found.owner = entry %}
-            {% endfor %}
-        {% endif %}
-        {% set owner = found.owner %}
-        {% if owner is not none %}
-            {% set key = (owner.run.node.unique_id, scan.table, scan.branch or '') %}
+    {% set ambiguous = namespace(n=0) %}
+    {% for scan in log_json.scans if modules.re.fullmatch(
+            '[A-Za-z_][A-Za-z0-9_]*[.][A-Za-z_][A-Za-z0-9_]*', scan.table)
+        and scan.table.split('.')[0] | lower != control_schema | lower %}
+        {% set spanning = [] %}
+        {% for entry in runs if entry.start <= scan.submitted <= entry.end
+            and (not scan.node_id or scan.node_id == entry.run.node.unique_id) %}
+            {% do spanning.append(entry) %}
+        {% endfor %}
+        {% if spanning | length > 1 %}
+            {% set ambiguous.n = ambiguous.n + 1 %}
+        {% elif spanning %}
+            {% set owner = spanning[0] %}
+            {% set key = (owner.run.node.unique_id, scan.table | lower, scan.branch or '') %}
             {% set figure = figures.setdefault(key, {
-                'entry': owner, 'table': scan.table, 'branch': scan.branch, 'iceberg': scan.iceberg,
-                'statements': [], 'scans': 0, 'planned': 0, 'skipped': 0, 'largest': 0,
-                'manifests_scanned': 0, 'manifests_skipped': 0, 'bytes': 0, 'splits': 0,
-                'rows': 0, 'delete_files': 0, 'filters': []}) %}
+                'entry': owner, 'table': scan.table | lower, 'branch': scan.branch,
+                'iceberg': scan.iceberg, 'statements': [], 'scans': 0, 'planned': 0,
+                'skipped': 0, 'largest': 0, 'manifests_scanned': 0, 'manifests_skipped': 0,
+                'bytes': 0, 'splits': 0, 'rows': 0, 'delete_files': 0, 'filters': []}) %}
             {% set m = scan.metrics %}
             {% set planned = m.get('number of result data files', 0) %}
             {% if scan.execution not in figure.statements %}
@@ -100,8 +107,10 @@
                 'planned': figure.planned + planned,
                 'skipped': figure.skipped + m.get('number of skipped data files', 0),
                 'largest': [figure.largest, planned] | max,
-                'manifests_scanned': figure.manifests_scanned + m.get('number of scanned data manifests', 0),
-                'manifests_skipped': figure.manifests_skipped + m.get('number of skipped data manifests', 0),
+                'manifests_scanned': figure.manifests_scanned
+                    + m.get('number of scanned data manifests', 0),
+                'manifests_skipped': figure.manifests_skipped
+                    + m.get('number of skipped data manifests', 0),
                 'bytes': figure.bytes + m.get('total data file size (bytes)', 0),
                 'splits': figure.splits + m.get('number of file splits read', 0),
                 'rows': figure.rows + m.get('number of output rows', 0),
@@ -113,52 +122,50 @@
             {% endif %}
         {% endif %}
     {% endfor %}
+    {% if ambiguous.n %}
+        {% do log("record_scans: " ~ ambiguous.n ~ " scans ran while two model runs did "
+            ~ "(threads > 1): given to neither", info=true) %}
+    {% endif %}
     {% if figures | length == 0 %}
         {{ return('') }}
     {% endif %}
-    {#- 2. one append; each table's file count on main when its model started, from Iceberg's
+    {#- 2. one append; the target's file count on main when its model started, from Iceberg's
         metadata tables, joined in the same statement -#}
     {% set window = backfill_safe.backfill_window() %}
-
     {% set rows = [] %}
     {% set counts = [] %}
-    {% set counts_of = [] %}
+    {% set counted = [] %}
     {% set declaring = namespace(any=false) %}
     {% for key, f in figures.items() %}
         {% set node = f.entry.run.node %}
-        {% set relation = node.schema ~ '.' ~ node.alias %}
-        {% for part in f.table.split('.') %}
-            {% do backfill_safe.validated_identifier(part) %}
-        {% endfor %}
-        {% set table = f.table %}
-        {% set declared = backfill_safe.max_scan_share(node) %}
+        {% set relation = (node.schema ~ '.' ~ node.alias) | lower %}
+        {% set role = 'target' if f.table == relation else 'source' %}
+        {% set declared = backfill_safe.max_scan_share(node)
+            if backfill_safe.is_framework_model(node) else none %}
         {% set declaring.any = declaring.any or declared is not none %}
-        {% do rows.append("('" ~ invocation_id ~ "', '"
-            ~ backfill_safe.validated_identifier(node.name) ~ "', "
-            ~ backfill_safe.sql_literal(f.table) ~ ", " ~ backfill_safe.sql_literal(f.branch) ~ ", '"
-            ~ ('target' if f.table == relation else 'source') ~ "', "
+        {% do rows.append("('" ~ invocation_id ~ "', " ~ backfill_safe.sql_literal(node.name)
+            ~ ", " ~ backfill_safe.sql_literal(f.table) ~ ", "
+            ~ backfill_safe.sql_literal(f.branch) ~ ", '" ~ role ~ "', "
             ~ (("date'" ~ window.start ~ "'") if window else 'null') ~ ", "
             ~ (("date'" ~ window.end ~ "'") if window else 'null') ~ ", "
             ~ f.statements | length ~ ", " ~ f.scans ~ ", " ~ f.planned ~ ", " ~ f.skipped ~ ", "
             ~ f.largest ~ ", " ~ f.manifests_scanned ~ ", " ~ f.manifests_skipped ~ ", "
             ~ f.bytes ~ ", " ~ f.splits ~ ", " ~ f.rows ~ ", " ~ f.delete_files ~ ", "
             ~ (declared if declared is not none else 'null') ~ ", "
-            ~ backfill_safe.sql_literal(f.filters | join(' || ') | truncate(2000)) ~ ", "
-            ~ backfill_safe.timestamp_literal(f.entry.started_at) ~ ")") %}
-        {% set counted = node.name ~ ' ' ~ table %}
-        {% if f.iceberg and counted not in counts_of %}
-            {% do counts_of.append(counted) %}
-            {% do counts.append("select '" ~ invocation_id ~ "' as invocation_id, '"
-                ~ backfill_safe.validated_identifier(node.name) ~ "' as model_name, '" ~ table
-                ~ "' as table_name, cast(s.summary['total-data-files'] as bigint) as files"
-                ~ " from " ~ table ~ ".snapshots s join (select snapshot_id from " ~ table
+            ~ backfill_safe.sql_literal((f.filters | join(' || ') | truncate(2000)) or none)
+            ~ ", " ~ backfill_safe.timestamp_literal(f.entry.started_at) ~ ")") %}
+        {% if role == 'target' and f.iceberg and f.table not in counted %}
+            {% do counted.append(f.table) %}
+            {% do counts.append("select " ~ backfill_safe.sql_literal(f.table)
+                ~ " as table_name, cast(s.summary['total-data-files'] as bigint) as files"
+                ~ " from " ~ f.table ~ ".snapshots s join (select snapshot_id from " ~ f.table
                 ~ ".history where made_current_at <= "
                 ~ backfill_safe.timestamp_literal(f.entry.started_at)
                 ~ " order by made_current_at desc limit 1) h on s.snapshot_id = h.snapshot_id") %}
         {% endif %}
     {% endfor %}
     {% call statement('record_scans') %}
-        insert into {{ var('control_schema', 'control') }}.run_scans
+        insert into {{ control_schema }}.run_scans
         select
             v.invocation_id, v.model_name, v.table_name, v.branch, v.role, v.window_start,
             v.window_end, v.statements, v.scans, v.data_files_planned, v.data_files_skipped,
@@ -178,14 +185,13 @@
                 rows_read, delete_files_planned, max_scan_share, filters, started_at)
         left join (
             {{ counts | join('\n            union all\n            ') if counts else
-                "select cast(null as string) as invocation_id, cast(null as string) as model_name,"
-                ~ " cast(null as string) as table_name, cast(null as bigint) as files" }}
-        ) c on c.model_name = v.model_name and c.table_name = v.table_name
+                "select cast(null as string) as table_name, cast(null as bigint) as files" }}
+        ) c on v.role = 'target' and c.table_name = v.table_name
     {% endcall %}
     {#- 3. the alert: a daily run that read more of its own table than it declared -#}
     {% if window is none and declaring.any %}
         {% set over = run_query("select model_name, largest_scan_files, table_data_files,"
-            ~ " max_scan_share from " ~ var('control_schema', 'control') ~ ".run_scans"
+            ~ " max_scan_share from " ~ control_schema ~ ".run_scans"
             ~ " where invocation_id = '" ~ invocation_id ~ "' and over_share") %}
         {% for row in over.rows %}
             {% do exceptions.warn("record_scans: " ~ row[0] ~ " read " ~ row[1] ~ " of its table's "

@@ -9,7 +9,7 @@
       scope:         (optional) how its rows are tied to its sources' versions, so a daily run
                      reads only the keys its changes reach (declared_scope)
       max_scan_share: (optional) the largest share of its table's data files one read of a
-                     daily run may take (record_scans warns, scans_within_declared_share fails)
+                     daily run may take (record_scans warns)
     Returned as {name, unique_id, relation, unique_key, event_date, lookback, current_state,
     current_state_relation, measures, scope, max_scan_share}. A declaration that is incomplete or names what does not
     exist is a compiler error naming the model and the key. `node` is a model node of the graph. -#}

@@ -38,6 +38,7 @@ class NodeResult:
     message: str | None
     execution_time: float = 0.0  # seconds dbt spent executing the node
     attached_node: str | None = None  # a data test's model (unique id), else None
+    generic_test: str | None = None  # a generic data test's test (`reconcile_daily_totals`), else None
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,7 @@ def _node_results(result: dbtRunnerResult) -> list[NodeResult]:
             message=item.message,
             execution_time=float(getattr(item, "execution_time", 0.0) or 0.0),
             attached_node=getattr(node, "attached_node", None),
+            generic_test=getattr(getattr(node, "test_metadata", None), "name", None),
         ))
     return nodes
 

@@ -1,15 +1,17 @@
 """The idempotent-backfill playbook's minimal metrics, per model of the framework's kind.
 
-- duplicate keys per 1,000 rows: rows of the table beyond one per `unique_key`, per 1,000 rows
-  (one read of the table);
+- duplicate keys per 1,000 rows: rows of the table beyond one per `unique_key` (rows with a
+  null key not counted), per 1,000 rows (one read of the table);
 - backfill window runtime, p50 and p95: over every finished window (`done`) of the recorded
   backfill runs that included the model, from `control.backfill_window_events` (a window runs
   all its run's models, so its runtime is theirs); exact percentiles, linear interpolation
   (Spark's `percentile`);
 - watermark lag: now minus the model's stored watermark (`control.etl_watermark`);
-- mismatch count: the failing rows of the reconciliation tests (`reconcile_daily_totals`) the
-  latest backfill run of the model ran in its gate, on its branches, against the current state
-  (`control.backfill_gate_results`); None when no backfill of it recorded a gate.
+- mismatch count: the failing rows of the reconciliation tests (`reconcile_daily_totals`, told
+  by the generic test's name, whatever the node is called) that the latest backfill run of the
+  model whose gate ran ran on its branches, against the current state
+  (`control.backfill_gate_results`); None when no backfill of it recorded a gate (the last
+  backfill shown is then its latest run).
 
 Shown by `pipeline status` (no run id) and on the status page. Every model comes from the
 manifest (`incremental_models`), none from a list of the examples'.
@@ -47,9 +49,10 @@ def model_metrics(spark: Sql) -> list[ModelMetrics]:
         rows = duplicates = None
         if iceberg.table_exists(spark, model.relation):
             # names from the manifest, checked there to be identifiers
-            rows, distinct = spark.sql(f"select count(*), count(distinct {model.unique_key})"
-                                       f" from {model.relation}").collect()[0]
-            duplicates = round((rows - distinct) * 1000 / rows, 3) if rows else 0.0
+            rows, keyed, distinct = spark.sql(
+                f"select count(*), count({model.unique_key}), count(distinct {model.unique_key})"
+                f" from {model.relation}").collect()[0]
+            duplicates = round((keyed - distinct) * 1000 / rows, 3) if rows else 0.0
         lag = None
         if control["etl_watermark"]:
             lags = spark.sql("select unix_timestamp(current_timestamp()) - unix_timestamp(watermark_ts)"
@@ -64,16 +67,20 @@ def model_metrics(spark: Sql) -> list[ModelMetrics]:
                       join control.backfill_runs as r on r.run_id = w.run_id
                       where w.status = 'done' and array_contains(from_json(r.models, 'array<string>'), :m))""",
                                           args={"m": model.name}).collect()[0]
-            latest = spark.sql("select run_id from control.backfill_runs"
-                               " where array_contains(from_json(models, 'array<string>'), :m)"
-                               " order by created_at desc limit 1", args={"m": model.name}).collect()
+            # the latest run of the model whose gate ran (its reconciliation's failing rows), else
+            # the latest run of the model (one still running, refused, failed before its gate)
+            gated = "exists (select 1 from control.backfill_gate_results as g where g.run_id = r.run_id" \
+                    " and g.model_name = :m and g.generic_test = :t)" if control["backfill_gate_results"] else "false"
+            latest = spark.sql(f"select r.run_id, {gated} as gated from control.backfill_runs as r"
+                               " where array_contains(from_json(r.models, 'array<string>'), :m)"
+                               " order by gated desc, r.created_at desc limit 1",
+                               args={"m": model.name, "t": RECONCILIATION_TEST}).collect()
             last = latest[0][0] if latest else None
-            if last is not None and control["backfill_gate_results"]:
-                mismatches = spark.sql(
-                    "select sum(coalesce(failures, 0)), count(*) from control.backfill_gate_results"
-                    " where run_id = :r and model_name = :m and data_test like :t",
-                    args={"r": last, "m": model.name, "t": f"{RECONCILIATION_TEST}%"}).collect()[0]
-                mismatches = int(mismatches[0]) if mismatches[1] else None
+            if latest and latest[0][1]:
+                mismatches = int(spark.sql(
+                    "select sum(coalesce(failures, 0)) from control.backfill_gate_results"
+                    " where run_id = :r and model_name = :m and generic_test = :t",
+                    args={"r": last, "m": model.name, "t": RECONCILIATION_TEST}).collect()[0][0])
         found.append(ModelMetrics(model.name, rows, duplicates, lag, int(windows),
                                   None if p50 is None else round(float(p50), 1),
                                   None if p95 is None else round(float(p95), 1), last, mismatches))

@@ -191,7 +191,8 @@ def test_status_gives_each_model_the_playbooks_minimal_metrics(built: Warehouse,
 
     assert cli.main(["status"]) == 0
     printed = re.sub(r"[^\w\s.\-:]", " ", capsys.readouterr().out)  # the figures, without the table's lines
-    assert re.search(rf"fct_orders\s.*?\s{orders.n}\s.*?{round(1000 / orders.n, 3)}\s", printed), printed[-3000:]
+    assert re.search(rf"fct_orders\s.*?\s{orders.n}\s.*?{re.escape(str(round(1000 / orders.n, 3)))}\s", printed), \
+        printed[-3000:]
     assert re.search(rf"fct_order_item\s.*?\s{item_metrics.backfill_windows}\s+{item_metrics.window_runtime_p50_s}\s+"
                      rf"{item_metrics.window_runtime_p95_s}\s+{run_id}\s+{mismatched.dates}\s", printed), printed[-3000:]
 

@@ -27,7 +27,8 @@ import scala.collection.Seq;
  * listener events processed first (the store is filled asynchronously).
  *
  * <p>The answer is JSON: {@code {"oldest": ms of the oldest statement still retained
- * (spark.sql.ui.retainedExecutions), "scans": [{"execution", "submitted", "completed", "node_id"
+ * (spark.sql.ui.retainedExecutions), "first_execution": its id (0 unless some were evicted),
+ * "scans": [{"execution", "submitted", "completed", "node_id"
  * (from dbt's query comment when the statement text is the description, as on a Thrift Server),
  * "table", "iceberg", "branch", "filters", "runtime_filters", "metrics": {name: value}}]}}.
  */
@@ -40,8 +41,17 @@ public final class ScanLog {
 
   private ScanLog() {}
 
+  /** The scans of the statements submitted at or after {@code epochMillis}, as JSON; an
+   * {@code {"error": ...}} object instead of an exception when they cannot be read. */
   public static String since(String epochMillis) {
-    long since = Long.parseLong(epochMillis.trim());
+    try {
+      return read(Long.parseLong(epochMillis.trim()));
+    } catch (Throwable failed) {  // a diagnostic never fails the statement that asked for it
+      return "{\"error\": " + quote("backfill_safe.ScanLog failed: " + failed) + "}";
+    }
+  }
+
+  private static String read(long since) {
     SparkEnv env = SparkEnv.get();
     if (env == null || !"driver".equals(env.executorId())) {
       return "{\"error\": \"backfill_safe.ScanLog ran outside the Spark driver\"}";
@@ -64,10 +74,15 @@ public final class ScanLog {
     Seq<SQLExecutionUIData> executions = store.executionsList();
     StringBuilder out = new StringBuilder("{\"oldest\": ");
     long oldest = Long.MAX_VALUE;
+    long firstId = Long.MAX_VALUE;
     for (int i = 0; i < executions.size(); i++) {
       oldest = Math.min(oldest, executions.apply(i).submissionTime());
+      firstId = Math.min(firstId, executions.apply(i).executionId());
     }
-    out.append(oldest == Long.MAX_VALUE ? "null" : Long.toString(oldest)).append(", \"scans\": [");
+    out.append(oldest == Long.MAX_VALUE ? "null" : Long.toString(oldest));
+    // execution ids start at 0 in every application: a first id above 0 means some were evicted
+    out.append(", \"first_execution\": ").append(firstId == Long.MAX_VALUE ? "null" : Long.toString(firstId));
+    out.append(", \"scans\": [");
     boolean first = true;
     for (int i = 0; i < executions.size(); i++) {
       SQLExecutionUIData execution = executions.apply(i);

@@ -46,7 +46,7 @@ _DDL = {
         before_value decimal(38, 6), announced_value decimal(38, 6), after_value decimal(38, 6),
         recorded_at timestamp""",
     "backfill_gate_results": """
-        run_id string, data_test string, model_name string, status string, failures bigint,
+        run_id string, data_test string, generic_test string, model_name string, status string, failures bigint,
         recorded_at timestamp""",
 }
 
@@ -207,14 +207,15 @@ class Control:
                           " where run_id = :run_id order by model_name, event_date, figure", run_id=run_id)
 
     # -- the gate's results ----------------------------------------------------------------------
-    def record_gate(self, run_id: str, rows: list[tuple[str, str | None, str, int | None]]) -> None:
-        """(test name, model name, status, failures) rows, in one commit."""
+    def record_gate(self, run_id: str, rows: list[tuple[str, str | None, str | None, str, int | None]]) -> None:
+        """(test name, generic test (its macro's name) or None, model name, status, failures) rows,
+        in one commit."""
         if not rows:
             return
         values, args = [], {"run_id": run_id}
-        for n, (test, model, status, failures) in enumerate(rows):
-            values.append(f"(:run_id, :t{n}, :m{n}, :s{n}, cast(:f{n} as bigint), current_timestamp())")
-            args.update({f"t{n}": test, f"m{n}": model, f"s{n}": status,
+        for n, (test, kind, model, status, failures) in enumerate(rows):
+            values.append(f"(:run_id, :t{n}, :k{n}, :m{n}, :s{n}, cast(:f{n} as bigint), current_timestamp())")
+            args.update({f"t{n}": test, f"k{n}": kind, f"m{n}": model, f"s{n}": status,
                          f"f{n}": None if failures is None else int(failures)})
         self._sql(f"insert into {SCHEMA}.backfill_gate_results values {', '.join(values)}", **args)
 

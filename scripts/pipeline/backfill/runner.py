@@ -509,7 +509,8 @@ class Backfill:
                                                     json.dumps({"backfill_branch": run_id}), check=False)
                          if n.resource_type == "test"]
                 control.record_gate(run_id, [
-                    (n.name, n.attached_node.split(".")[2] if n.attached_node else None, n.status, n.failures)
+                    (n.name, n.generic_test, n.attached_node.split(".")[2] if n.attached_node else None, n.status,
+                     n.failures)
                     for n in tests])
                 # a test of severity warn (the volume alerts) is reported, not a reason to withhold
                 gate = [n for n in tests if n.status not in ("pass", "warn")]
