@@ -87,19 +87,27 @@ def model_metrics(spark: Sql) -> list[ModelMetrics]:
     return found
 
 
+# the metrics' columns and each model's values, for `pipeline status` and the status page alike
+COLUMNS = ("model", "rows", "duplicate keys per 1k", "watermark lag", "backfill windows", "window p50 (s)",
+           "window p95 (s)", "last backfill", "mismatches (gate)")
+
+
+def cells(m: ModelMetrics) -> list[object]:
+    """A model's values in the order of COLUMNS (None where unknown; the lag as text)."""
+    return [m.model, m.rows, m.duplicate_keys_per_1k, lag_text(m.watermark_lag_seconds), m.backfill_windows,
+            m.window_runtime_p50_s, m.window_runtime_p95_s, m.last_backfill, m.mismatch_count]
+
+
 def metrics_table(metrics: list[ModelMetrics]):
     """`pipeline status`'s table of the minimal metrics."""
     from rich.table import Table
 
     table = Table(title="models: the playbook's minimal metrics")
-    for column in ("model", "rows", "duplicate keys per 1k", "watermark lag", "backfill windows",
-                   "window p50 (s)", "window p95 (s)", "last backfill", "mismatches (gate)"):
+    for column in COLUMNS:
         table.add_column(column, justify="left" if column in ("model", "last backfill") else "right",
                          no_wrap=column in ("model", "last backfill"))  # names whole, to copy
     for m in metrics:
-        table.add_row(m.model, *(("-" if v is None else str(v)) for v in (
-            m.rows, m.duplicate_keys_per_1k, lag_text(m.watermark_lag_seconds), m.backfill_windows,
-            m.window_runtime_p50_s, m.window_runtime_p95_s, m.last_backfill, m.mismatch_count)))
+        table.add_row(*("-" if v is None else str(v) for v in cells(m)))
     return table
 
 

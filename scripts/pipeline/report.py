@@ -24,7 +24,8 @@ from pipeline import iceberg
 from pipeline.dbt import Dbt, Freshness
 from pipeline.engine import Sql
 from pipeline.manifest import IncrementalModel, incremental_models, unreflected_changes_relation
-from pipeline.metrics import ModelMetrics, lag_text, model_metrics
+from pipeline.metrics import COLUMNS as metric_columns, ModelMetrics, lag_text, model_metrics
+from pipeline.metrics import cells as metric_cells
 
 ALERT_TESTS = ("volume_within_band", "run_delta_within_band", "no_unloaded_changes", "reconcile_daily_totals")
 
@@ -255,11 +256,7 @@ def render(report: Report) -> str:
                      (r["filters"] or "")[:200], r["started_at"]] for r in report.reads], "reads") \
         if report.reads is not None else \
         '<p class="undeclared">no scan records yet: control.run_scans is made by the next dbt run</p>'
-    metrics = _table(["model", "rows", "duplicate keys per 1k", "watermark lag", "backfill windows",
-                      "window p50 (s)", "window p95 (s)", "last backfill", "mismatches (gate)"],
-                     [[m.model, m.rows, m.duplicate_keys_per_1k, lag_text(m.watermark_lag_seconds), m.backfill_windows,
-                       m.window_runtime_p50_s, m.window_runtime_p95_s, m.last_backfill, m.mismatch_count]
-                      for m in report.metrics], "metrics")
+    metrics = _table(list(metric_columns), [metric_cells(m) for m in report.metrics], "metrics")
     alerts = ("<ul class=\"alerts\">" + "".join(f"<li>{_e(a)}</li>" for a in report.alerts) + "</ul>"
               if report.alerts else '<p class="ok" id="no-alerts">no alerts</p>')
     return f"""<!doctype html>

@@ -192,15 +192,10 @@ class Control:
     # -- a restatement's figures per date ---------------------------------------------------------
     def record_date_figures(self, run_id: str, rows: list[tuple]) -> None:
         """(model, event_date, figure, late_keys, before, announced, after) rows, in one commit."""
-        if not rows:
-            return
-        values, args = [], {"run_id": run_id}
-        for n, (model, day, figure, keys, before, announced, after) in enumerate(rows):
-            values.append(f"(:run_id, :m{n}, cast(:d{n} as date), :f{n}, :k{n}, cast(:b{n} as decimal(38, 6)),"
-                          f" cast(:a{n} as decimal(38, 6)), cast(:r{n} as decimal(38, 6)), current_timestamp())")
-            args.update({f"m{n}": model, f"d{n}": str(day), f"f{n}": figure, f"k{n}": int(keys),
-                         f"b{n}": str(before), f"a{n}": str(announced), f"r{n}": str(after)})
-        self._sql(f"insert into {SCHEMA}.backfill_date_figures values {', '.join(values)}", **args)
+        self._append("backfill_date_figures", run_id, [
+            (model, str(day), figure, int(keys), str(before), str(announced), str(after))
+            for model, day, figure, keys, before, announced, after in rows],
+            (None, "date", None, None, "decimal(38, 6)", "decimal(38, 6)", "decimal(38, 6)"))
 
     def date_figures(self, run_id: str) -> list:
         return self._read("backfill_date_figures", f"select * from {SCHEMA}.backfill_date_figures"
@@ -210,14 +205,23 @@ class Control:
     def record_gate(self, run_id: str, rows: list[tuple[str, str | None, str | None, str, int | None]]) -> None:
         """(test name, generic test (its macro's name) or None, model name, status, failures) rows,
         in one commit."""
+        self._append("backfill_gate_results", run_id, [
+            (test, kind, model, status, None if failures is None else int(failures))
+            for test, kind, model, status, failures in rows], (None, None, None, None, "bigint"))
+
+    def _append(self, table: str, run_id: str, rows: list[tuple], casts: tuple[str | None, ...]) -> None:
+        """Rows of `table` in one commit: the run id, each row's values as bound parameters (cast
+        to the column's type where `casts` names one), then the insert time."""
         if not rows:
             return
         values, args = [], {"run_id": run_id}
-        for n, (test, kind, model, status, failures) in enumerate(rows):
-            values.append(f"(:run_id, :t{n}, :k{n}, :m{n}, :s{n}, cast(:f{n} as bigint), current_timestamp())")
-            args.update({f"t{n}": test, f"k{n}": kind, f"m{n}": model, f"s{n}": status,
-                         f"f{n}": None if failures is None else int(failures)})
-        self._sql(f"insert into {SCHEMA}.backfill_gate_results values {', '.join(values)}", **args)
+        for n, row in enumerate(rows):
+            cells = []
+            for i, (value, cast) in enumerate(zip(row, casts, strict=True)):
+                args[f"v{n}_{i}"] = value
+                cells.append(f"cast(:v{n}_{i} as {cast})" if cast else f":v{n}_{i}")
+            values.append(f"(:run_id, {', '.join(cells)}, current_timestamp())")
+        self._sql(f"insert into {SCHEMA}.{table} values {', '.join(values)}", **args)
 
     def table_rolled_back(self, run_id: str, table: str) -> None:
         self._sql(f"update {SCHEMA}.backfill_tables set rolled_back_at = current_timestamp()"
