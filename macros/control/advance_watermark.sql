@@ -21,8 +21,8 @@
     a plain model that shares the folder's hooks), for a model without sources, and in a backfill (vars
     backfill_start/backfill_end): a backfill restates history and never moves the daily
     pipeline's watermark; nor for the scratch build of a dual-run comparison (var
-    dual_run_model), nor when no input landed anything since the last run started
-    (nothing_landed_since_last_run). Only rows above the stored watermark are read (they alone
+    dual_run_model), nor for `pipeline explain` (var explain_next_run), nor when no input
+    landed anything since the last run started (nothing_landed_since_last_run). Only rows above the stored watermark are read (they alone
     can move it).
     The commit also records when this invocation started (`last_run_started_at`), moved or not: every
     version landed by then was in reach of this committed run (changed_versions_predicate).
@@ -33,7 +33,8 @@
     MERGE on every run: about 6 s of each daily run, for nothing. -#}
 {% macro advance_watermark() %}
     {% if not execute or backfill_safe.backfill_window() is not none
-        or var('dual_run_model', none) is not none or not backfill_safe.is_framework_model() %}
+        or var('dual_run_model', none) is not none or not backfill_safe.is_framework_model()
+        or backfill_safe.explaining() %}
         {{ return('') }}
     {% endif %}
     {#- nothing landed since the last run started: the watermark cannot move, and that start

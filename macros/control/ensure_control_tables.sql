@@ -1,7 +1,7 @@
 {#- on-run-start: create the control schema, the watermark table (one row per pipeline =
     incremental model; see advance_watermark), the run records (see record_runs) and what the
-    runs scanned (see record_scans) if they are
-    missing, and add the watermark table's newer columns to one made before them. Nothing under
+    runs scanned (see record_scans) if they are missing, and add the newer columns of the
+    watermark table and of run_scans to ones made before them. Nothing under
     backfill vars: a backfill never reads or moves the watermark, and the
     runner creates these tables when it starts (`dbt run-operation ensure_control_tables`). -#}
 {% macro ensure_control_tables() %}
@@ -84,11 +84,22 @@
                 over_share boolean,
                 filters string,
                 started_at timestamp,
-                recorded_at timestamp
+                recorded_at timestamp,
+                partitions_planned bigint,
+                partitions string
             )
             using iceberg
             tblproperties ('format-version' = '2')
         {% endcall %}
+        {#- a run_scans made before its partition columns gets them (null in its older rows) -#}
+        {% set scans_table = api.Relation.create(
+            schema=var('control_schema', 'control'), identifier='run_scans', type='table') %}
+        {% if 'partitions_planned' not in (adapter.get_columns_in_relation(scans_table)
+            | map(attribute='name') | list) %}
+            {% call statement('add_run_scans_partitions') %}
+                alter table {{ scans_table }} add columns (partitions_planned bigint, partitions string)
+            {% endcall %}
+        {% endif %}
     {% endif %}
     {{ return('') }}
 {% endmacro %}

@@ -1,7 +1,8 @@
 {#- on-run-start. Checks the declaration of every selected model (check_framework_declaration:
     a half-declared model stops the run before anything runs, naming what is missing), then,
     when the invocation selects a model of the framework's kind or a test of one, creates the
-    control tables (ensure_control_tables). A run of plain dbt models only sends no statement:
+    control tables (ensure_control_tables) and installs the listener that tells record_scans the
+    partitions each statement planned (install_scan_partitions). A run of plain dbt models only sends no statement:
     the framework stays out of the way of a team's other models. -#}
 {% macro prepare_framework_run() %}
     {% if not execute %}
@@ -24,6 +25,27 @@
     {% endfor %}
     {% if needed %}
         {% do backfill_safe.ensure_control_tables() %}
+        {% do backfill_safe.install_scan_partitions() %}
     {% endif %}
     {{ return('') }}
+{% endmacro %}
+
+
+{#- The driver's listener of the partitions each statement's Iceberg scans planned
+    (backfill_safe.ScanPartitions, read by record_scans through ScanLog), installed once per
+    driver. Nothing without var record_scans, nor when the class is not on the driver's class
+    path (record_scans then says so). -#}
+{% macro install_scan_partitions() %}
+    {% if not execute or not var('record_scans', true) %}
+        {{ return('') }}
+    {% endif %}
+    {% set found = run_query("select reflect('java.lang.ClassLoader', 'getSystemResource',"
+        ~ " 'backfill_safe/ScanPartitions.class') from values (1)").rows[0][0] %}
+    {% if found is not none %}
+        {% set installed = run_query("select java_method('backfill_safe.ScanPartitions',"
+            ~ " 'install') from values (1)").rows[0][0] %}
+        {% if installed != 'installed' %}
+            {% do log("record_scans: partitions will not be recorded: " ~ installed, info=true) %}
+        {% endif %}
+    {% endif %}
 {% endmacro %}

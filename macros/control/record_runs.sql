@@ -9,12 +9,12 @@
     tables that ran, one read of the watermarks, one append of constant rows. A backfill's
     windows are recorded by the runner instead (`pipeline.backfill`), off their critical path:
     this renders nothing under backfill vars, nor for the scratch build of a dual-run
-    comparison, nor for an invocation that ran no model of the framework's kind
-    (is_framework_model: a run of plain dbt models only). Snapshot figures are read for
+    comparison, nor for `pipeline explain` (var explain_next_run), nor for an invocation that
+    ran no model of the framework's kind (is_framework_model: a run of plain dbt models only). Snapshot figures are read for
     Iceberg tables only. -#}
 {% macro record_runs(results) %}
     {% if not execute or backfill_safe.backfill_window() is not none
-        or var('dual_run_model', none) is not none %}
+        or var('dual_run_model', none) is not none or backfill_safe.explaining() %}
         {{ return('') }}
     {% endif %}
     {% set runs = results | selectattr('node.resource_type', 'equalto', 'model') | list %}

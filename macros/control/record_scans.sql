@@ -11,18 +11,21 @@
     framework's own bookkeeping (which other threads of the backfill runner read meanwhile) are
     not the model's reads. A scan adaptive execution found empty and took out of the plan (a
     MERGE whose key literals no file's statistics admit) read nothing and is not listed.
-    `table_data_files` (the model's own table only) is its data file count in the snapshot
+    `partitions_planned` and `partitions`: the distinct partitions the model's statements planned
+    for the table (backfill_safe.ScanPartitions, a listener install_scan_partitions puts on the
+    driver: Spark's scan metrics count files only); null for an unpartitioned table, or when a
+    statement's partitions are unknown (no listener). `table_data_files` (the model's own table only) is its data file count in the snapshot
     current on main when the model started, so `largest_scan_files / table_data_files` is the
     share of the table one read took: a daily run whose filter stopped pruning reads all of it.
     A model of the kind whose max_scan_share (config.meta.backfill_safe, else var
     max_scan_share) its daily run exceeded gets `over_share` and a warning here (an error under
     --warn-error). Backfill windows are recorded too (window_start/window_end). Nothing for a
-    dual run's scratch build, for an invocation that ran no model of the kind, or with var
+    dual run's scratch build, for `pipeline explain` (var explain_next_run), for an invocation that ran no model of the kind, or with var
     record_scans false; when the figures cannot be read (no class on the driver's class path,
     no table, an error) a log line says so and the run goes on. Cost: one statement to find the
     class, one to read the log, one append (which also reads the targets' snapshot metadata). -#}
 {% macro record_scans(results) %}
-    {% if not execute or var('dual_run_model', none) is not none %}
+    {% if not execute or var('dual_run_model', none) is not none or backfill_safe.explaining() %}
         {{ return('') }}
     {% endif %}
     {% set runs = [] %}
@@ -96,7 +99,8 @@
                 'entry': owner, 'table': scan.table | lower, 'branch': scan.branch,
                 'iceberg': scan.iceberg, 'statements': [], 'scans': 0, 'planned': 0,
                 'skipped': 0, 'largest': 0, 'manifests_scanned': 0, 'manifests_skipped': 0,
-                'bytes': 0, 'splits': 0, 'rows': 0, 'delete_files': 0, 'filters': []}) %}
+                'bytes': 0, 'splits': 0, 'rows': 0, 'delete_files': 0, 'filters': [],
+                'partitions': [], 'partitions_known': true}) %}
             {% set m = scan.metrics %}
             {% set planned = m.get('number of result data files', 0) %}
             {% if scan.execution not in figure.statements %}
@@ -115,6 +119,14 @@
                 'splits': figure.splits + m.get('number of file splits read', 0),
                 'rows': figure.rows + m.get('number of output rows', 0),
                 'delete_files': figure.delete_files + m.get('number of result delete files', 0)}) %}
+            {#- the partition paths the statement planned for the table (ScanPartitions) -#}
+            {% if scan.partitions is none %}
+                {% do figure.update({'partitions_known': false}) %}
+            {% else %}
+                {% for partition in scan.partitions if partition not in figure.partitions %}
+                    {% do figure.partitions.append(partition) %}
+                {% endfor %}
+            {% endif %}
             {% set filters = (scan.filters or '') ~ ((' | runtime: ' ~ scan.runtime_filters)
                 if scan.runtime_filters else '') %}
             {% if filters and filters not in figure.filters %}
@@ -153,7 +165,10 @@
             ~ f.bytes ~ ", " ~ f.splits ~ ", " ~ f.rows ~ ", " ~ f.delete_files ~ ", "
             ~ (declared if declared is not none else 'null') ~ ", "
             ~ backfill_safe.sql_literal((f.filters | join(' || ') | truncate(2000)) or none)
-            ~ ", " ~ backfill_safe.timestamp_literal(f.entry.started_at) ~ ")") %}
+            ~ ", " ~ backfill_safe.timestamp_literal(f.entry.started_at) ~ ", "
+            ~ ((f.partitions | length) if f.partitions_known else 'null') ~ ", "
+            ~ backfill_safe.sql_literal((f.partitions | sort | join(', ') | truncate(2000))
+                if f.partitions_known else none) ~ ")") %}
         {% if role == 'target' and f.iceberg and f.table not in counted %}
             {% do counted.append(f.table) %}
             {% do counts.append("select " ~ backfill_safe.sql_literal(f.table)
@@ -176,13 +191,15 @@
             coalesce(v.window_start is null and v.role = 'target' and c.files > 0
                 and v.largest_scan_files > v.max_scan_share * c.files, false) as over_share,
             v.filters, v.started_at,
-            current_timestamp() as recorded_at
+            current_timestamp() as recorded_at,
+            v.partitions_planned, v.partitions
         from values
             {{ rows | join(',\n            ') }}
             as v(invocation_id, model_name, table_name, branch, role, window_start, window_end,
                 statements, scans, data_files_planned, data_files_skipped, largest_scan_files,
                 data_manifests_scanned, data_manifests_skipped, bytes_planned, splits_read,
-                rows_read, delete_files_planned, max_scan_share, filters, started_at)
+                rows_read, delete_files_planned, max_scan_share, filters, started_at,
+                partitions_planned, partitions)
         left join (
             {{ counts | join('\n            union all\n            ') if counts else
                 "select cast(null as string) as table_name, cast(null as bigint) as files" }}

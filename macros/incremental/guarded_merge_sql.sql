@@ -23,6 +23,9 @@
       no input of the model landed anything since its last run (nothing_landed_since_last_run), nor
       when a model with meta `probe_before_staging` (a select cheap to evaluate twice: dim_date,
       dim_channel) selects no row.
+    Under `pipeline explain` (var explain_next_run, explaining) everything up to the MERGE runs
+    as in a run (the staging included), then the select and the MERGE are planned and not run
+    (explain_statement), and a select that writes nothing is returned instead.
     The marts are merge-on-read: the MERGE adds the changed rows and position deletes, only in
     the partitions of matched or inserted rows. -#}
 {% macro guarded_merge_sql(target, source, unique_key, incremental_predicates) %}
@@ -44,14 +47,28 @@
             ~ "select: " ~ missing ~ ", new columns: " ~ extra ~ "; the select must end with "
             ~ "merge_source()). Rebuild it with --full-refresh, or migrate the table first.") }}
     {% endif %}
+    {% set explaining = backfill_safe.explaining() %}
     {% if backfill_safe.nothing_landed_since_last_run() %}
+        {% if explaining %}
+            {% do backfill_safe.explain_statement('merge', none,
+                'nothing landed in its inputs since its last run: it stages nothing, merges nothing') %}
+        {% endif %}
         {#- the main statement must be one: a select that reads and writes nothing -#}
         {{ return("select 'nothing to merge' as merge_skipped") }}
+    {% endif %}
+    {% if explaining %}
+        {% do backfill_safe.explain_statement('select', 'select * from ' ~ source,
+            'the model\'s select' ~ (', staged to scratch before the MERGE'
+                if backfill_safe.model_meta('stage_merge_source', true) else ', the MERGE\'s source')) %}
     {% endif %}
     {#- a model whose select is cheap to evaluate (meta probe_before_staging) is probed first:
         on most days it has no row, and neither a scratch table nor a MERGE is needed -#}
     {% if backfill_safe.model_meta('probe_before_staging', false)
         and run_query("select 1 from " ~ source ~ " limit 1").rows | length == 0 %}
+        {% if explaining %}
+            {% do backfill_safe.explain_statement('merge', none,
+                'its select has no row: no MERGE runs') %}
+        {% endif %}
         {{ return("select 'nothing to merge' as merge_skipped") }}
     {% endif %}
     {% set merge_from = backfill_safe.stage_merge_source(source) %}
@@ -72,6 +89,10 @@
             else "select 1 from " ~ merge_from ~ " limit 1" %}
         {% set probed = run_query(probe).rows %}
         {% if probed | length == 0 %}
+            {% if explaining %}
+                {% do backfill_safe.explain_statement('merge', none,
+                    'no row of the table changes: no MERGE runs') %}
+            {% endif %}
             {#- the main statement must be one: a select that reads and writes nothing -#}
             {{ return("select 'nothing to merge' as merge_skipped") }}
         {% endif %}
@@ -85,6 +106,7 @@
     {% endif %}
     {% set guard = (" and DBT_INTERNAL_SOURCE." ~ version_column
         ~ " >= DBT_INTERNAL_DEST." ~ version_column) if version_column else "" %}
+    {% set merge %}
     merge into {{ target }} as DBT_INTERNAL_DEST
     using {{ merge_from }} as DBT_INTERNAL_SOURCE
     on DBT_INTERNAL_SOURCE.{{ unique_key }} = DBT_INTERNAL_DEST.{{ unique_key }}
@@ -113,4 +135,11 @@
         DBT_INTERNAL_SOURCE.{{ column }}{{ "," if not loop.last }}
     {%- endfor %}
     )
+    {% endset %}
+    {% if explaining %}
+        {% do backfill_safe.explain_statement('merge', merge,
+            (staged_keys | length) ~ ' scope keys as literals' if staged_keys else none) %}
+        {{ return("select 'explained, not merged' as merge_skipped") }}
+    {% endif %}
+    {{ return(merge) }}
 {% endmacro %}

@@ -79,6 +79,18 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--keep", action="store_true", help="keep the scratch table for inspection")
     compare.add_argument("--json", type=Path, metavar="FILE", help="also write the comparison as JSON")
 
+    explain = commands.add_parser(
+        "explain", help="what the next daily run of models will read, before it runs: files and partitions per "
+        "table, the MERGE's pruning predicates",
+        description="Plans the next daily run of each MODEL without running it: one `dbt run` with var "
+        "explain_next_run, which reads what the run reads to find its scope and stage its select (shown as `ran`), "
+        "then plans its select and its MERGE (data files, delete files and partitions Iceberg plans per table under "
+        "the pushed filters, and those filters). Writes nothing to the models' tables, moves no watermark, records "
+        "no run. Exit codes: 0 explained, 1 dbt failed, 2 refused (not a model of the framework's kind, no table "
+        "yet).")
+    explain.add_argument("models", nargs="+", metavar="MODEL", help="incremental models of the framework's kind")
+    explain.add_argument("--json", type=Path, metavar="FILE", help="also write the explanation as JSON")
+
     report = commands.add_parser(
         "report", help="write the status page: one static HTML file (freshness, watermarks, runs, daily totals, backfills, alerts)")
     report.add_argument("--out", type=Path, default=None, help="HTML file to write (default <state dir>/status.html)")
@@ -171,6 +183,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _compare_command(args)
     if args.command == "report":
         return _report_command(args)
+    if args.command == "explain":
+        return _explain_command(args)
     from pipeline import main_job
 
     return main_job.main(generator.GeneratorConfig(seed=args.seed, days=args.days, orders_per_day=args.orders_per_day))
@@ -269,6 +283,67 @@ def _compare_command(args: argparse.Namespace) -> int:
         args.json.write_text(result.to_json())
     console.print("[green]equal[/]" if result.equal else "[red]different[/]")
     return 0 if result.equal else 1
+
+
+def _explain_command(args: argparse.Namespace) -> int:
+    import dataclasses
+    import json
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from pipeline.explain import ExplainError, explain, resolve
+
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    try:
+        resolve(args.models)  # names checked before Spark starts
+    except ExplainError as error:
+        console.print(f"[red]refused:[/] {error}")
+        return 2
+    from pipeline.dbt import Dbt, DbtError
+    from pipeline.engine import get_engine
+
+    try:
+        explained = explain(get_engine(), Dbt(quiet=True), args.models)
+    except ExplainError as error:
+        console.print(f"[red]refused:[/] {error}")
+        return 2
+    except DbtError as error:
+        console.print(f"[red]failed:[/] {error}")
+        return 1
+
+    def of(part: int, whole: int | None) -> str:
+        return f"{part:,}" if whole is None else f"{part:,} of {whole:,}"
+
+    for explanation in explained:
+        table = Table(title=f"{explanation.model} ({explanation.relation}): its next daily run", title_justify="left")
+        for column in ("step", "table", "role", "scans", "data files", "partitions", "rows", "filters"):
+            table.add_column(column, justify="right" if column in ("scans", "data files", "rows") else "left")
+        for read in explanation.ran:
+            table.add_row("ran: scope, staging", read.table, read.role, str(read.scans),
+                          of(read.data_files, read.table_data_files), "", f"{read.rows:,}", "; ".join(read.filters))
+        for scan in explanation.scans:
+            shown = ", ".join(scan.partitions[:5]) + (f", ... {len(scan.partitions) - 5} more"
+                                                      if len(scan.partitions) > 5 else "")
+            partitions = (f"{of(len(scan.partitions), scan.table_partitions)}: {shown}" if scan.partitioned
+                          else "unpartitioned")
+            filters = (scan.filters or "") + (f" | at run time: {scan.runtime_filters}" if scan.runtime_filters else "")
+            table.add_row(f"{scan.statement}, planned", scan.table, scan.role, "1",
+                          of(scan.data_files, scan.table_data_files)
+                          + (f" (+{scan.delete_files} delete)" if scan.delete_files else ""),
+                          partitions, "", filters)
+        console.print(table)
+        for statement, detail in explanation.statements:
+            if detail:
+                console.print(f"  {statement}: {detail}")
+        if explanation.ran_unknown:
+            console.print(f"  [yellow]the reads that ran are not known:[/] {explanation.ran_unknown}")
+        predicate = explanation.merge_predicate()
+        console.print(f"  the MERGE's pruning predicates: {predicate}" if predicate
+                      else "  no MERGE: the run writes nothing to its table")
+    if args.json:
+        args.json.write_text(json.dumps([dataclasses.asdict(e) for e in explained], indent=2, default=str))
+    return 0
 
 
 def _backfill_command(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
@@ -39,6 +39,8 @@ class NodeResult:
     execution_time: float = 0.0  # seconds dbt spent executing the node
     attached_node: str | None = None  # a data test's model (unique id), else None
     generic_test: str | None = None  # a generic data test's test (`reconcile_daily_totals`), else None
+    # when dbt began compiling the node and finished executing it (epoch ms), when it did
+    span_ms: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,22 @@ class Dbt:
         if check and (failures or not result.success):
             raise DbtError(command, failures)
         return nodes
+
+    def invoke_logging(self, prefix: str, *args: str) -> tuple[list[NodeResult], list[str]]:
+        """`invoke`, and the messages of the invocation's `log()` calls that start with `prefix`
+        (dbt's JinjaLogInfo events, caught by a callback: whatever the log level), the prefix cut."""
+        caught: list[str] = []
+
+        def catch(event) -> None:
+            if event.info.name == "JinjaLogInfo" and event.data.msg.startswith(prefix):
+                caught.append(event.data.msg[len(prefix):])
+
+        callbacks = self._runner.callbacks
+        self._runner.callbacks = [*(callbacks or []), catch]
+        try:
+            return self.invoke(*args), caught
+        finally:
+            self._runner.callbacks = callbacks
 
     def freshness(self) -> list[Freshness]:
         """`dbt source freshness`: per source table, its status (pass / warn / error / runtime
@@ -141,8 +159,23 @@ def _node_results(result: dbtRunnerResult) -> list[NodeResult]:
             execution_time=float(getattr(item, "execution_time", 0.0) or 0.0),
             attached_node=getattr(node, "attached_node", None),
             generic_test=getattr(getattr(node, "test_metadata", None), "name", None),
+            span_ms=_span_ms(getattr(item, "timing", None) or []),
         ))
     return nodes
+
+
+def _span_ms(timing: list) -> tuple[int, int] | None:
+    """The first start and last end of a node's timings (compile, execute), as epoch ms; dbt's
+    times are UTC, naive or not."""
+    starts = [t.started_at for t in timing if getattr(t, "started_at", None)]
+    ends = [t.completed_at for t in timing if getattr(t, "completed_at", None)]
+    if not starts or not ends:
+        return None
+
+    def ms(moment: datetime) -> int:
+        return int((moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp() * 1000)
+
+    return ms(min(starts)), ms(max(ends))
 
 
 def parse_project() -> None:

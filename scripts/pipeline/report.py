@@ -92,9 +92,7 @@ def collect(spark: Sql, dbt: Dbt, days: int = 14, runs: int = 30) -> Report:
         from control.backfill_runs as r left join control.backfill_window_events as w on r.run_id = w.run_id
         group by all order by r.created_at desc""") if spark.catalog.tableExists("control.backfill_runs") else []
     report.reads = _rows(spark, """
-        select s.model_name, s.table_name, s.role, s.scans, s.largest_scan_files, s.table_data_files,
-               s.data_files_planned, s.data_files_skipped, s.splits_read, s.rows_read, s.max_scan_share,
-               s.over_share, s.filters, s.started_at, s.invocation_id
+        select s.*
         from control.run_scans as s
         join (select model_name, max(started_at) as started_at from control.run_scans
               where window_start is null group by model_name) as last
@@ -152,6 +150,16 @@ def _alerts(spark: Sql, dbt: Dbt, report: Report) -> list[str]:
     backfills = [b for b in report.backfills if b["status"] in ("failed", "gate_failed", "publish_refused")]
     alerts += [f"backfill {b['run_id']}: {b['status']}: {b['message']}" for b in backfills]
     return alerts
+
+
+def _partitions(scan: dict) -> str:
+    """The partitions the run planned for the table, with the first three named; "" when
+    unknown or unpartitioned (a run_scans from before the column: None)."""
+    count = scan.get("partitions_planned")
+    if count is None:
+        return ""
+    named = (scan.get("partitions") or "").split(", ")
+    return f"{count}" + (f": {', '.join(named[:3])}" + (", ..." if count > 3 else "") if count else "")
 
 
 def _share(scan: dict) -> str:
@@ -250,9 +258,10 @@ def render(report: Report) -> str:
                          f"{b['windows_done']}/{b['windows']}", ", ".join(json.loads(b["models"])), b["reason"],
                          b["created_at"], b["finished_at"]] for b in report.backfills], "backfills")
     reads = _table(["model", "table", "role", "scans", "largest read: files / table's files", "files planned",
-                    "files skipped", "splits read", "rows read", "max share", "filters", "started"],
+                    "files skipped", "splits read", "rows read", "partitions planned", "max share", "filters",
+                    "started"],
                    [[r["model_name"], r["table_name"], r["role"], r["scans"], _share(r), r["data_files_planned"],
-                     r["data_files_skipped"], r["splits_read"], r["rows_read"], r["max_scan_share"],
+                     r["data_files_skipped"], r["splits_read"], r["rows_read"], _partitions(r), r["max_scan_share"],
                      (r["filters"] or "")[:200], r["started_at"]] for r in report.reads], "reads") \
         if report.reads is not None else \
         '<p class="undeclared">no scan records yet: control.run_scans is made by the next dbt run</p>'

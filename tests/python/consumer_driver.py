@@ -41,6 +41,12 @@ def main(day1: str, day2: str) -> int:
     outcome["build_1"] = build()
     outcome["rows_1"] = rows()
     outcome["land_2"] = cli.main(["land", day2])
+    # what the next daily run of the team's model will read, before it runs (and writes nothing)
+    explained = paths.state_dir() / "explain.json"
+    before = iceberg.current_snapshot_id(spark, FACT)
+    outcome["explain"] = cli.main(["explain", "fct_ticket", "--json", str(explained)])
+    outcome["explained"] = json.loads(explained.read_text()) if explained.exists() else None
+    outcome["explain_left_the_table"] = iceberg.current_snapshot_id(spark, FACT) == before
     outcome["build_2"] = build()
     outcome["rows_2"] = rows()
     outcome["watermark"] = str(iceberg.watermarks(spark).get("fct_ticket"))

@@ -451,6 +451,8 @@ def test_status_page_renders_in_a_real_browser_with_the_figures_of_a_known_run(b
     [read] = built.rows("select * from control.run_scans where model_name = 'fct_orders' and role = 'target'"
                         f" and invocation_id = '{built.dbt.last_invocation_id()}'")
     assert 0 < read.largest_scan_files < read.table_data_files and read.over_share
+    # the partitions of the two orders' dates: 01-03 (the new line's order) and 01-04 (the new order's)
+    assert (read.partitions_planned, read.partitions) == (2, "order_date=2025-01-03, order_date=2025-01-04")
     # 2025-01-01 carries the module's three silent misses: source and mart differ on the page
     mart_total = built.rows("select sum(net_amount) as s from marts.fct_order_item"
                             " where order_date = date'2025-01-01'")[0].s
@@ -491,7 +493,7 @@ def test_status_page_renders_in_a_real_browser_with_the_figures_of_a_known_run(b
     share = f"{read.largest_scan_files} / {read.table_data_files} ({read.largest_scan_files / read.table_data_files:.0%})"
     assert re.search(rf"fct_orders\s+marts\.fct_orders\s+target\s+{read.scans}\s+{re.escape(share)}"
                      rf"\s+{read.data_files_planned}\s+{read.data_files_skipped}\s+{read.splits_read}\s+{read.rows_read}"
-                     r"\s+0\.01\s+[^\n]*?order_date IN", text), re.findall(r"fct_orders\s+marts\.fct_orders.{0,200}", text)
+                     rf"\s+2: order_date=2025-01-03, order_date=2025-01-04\s+0\.01\s+[^\n]*?order_date IN", text), re.findall(r"fct_orders\s+marts\.fct_orders.{0,200}", text)
     assert re.search(rf"fct_orders: its last daily run read {read.largest_scan_files} of its table's "
                      rf"{read.table_data_files} data files in one scan, more than its declared max_scan_share 0\.01",
                      text)

@@ -75,6 +75,7 @@ def test_run_ids_are_strict(run_id):
     # a rehearsal of a resume or an abandon would otherwise resume or abandon for real
     ["backfill", "--resume", "bf_20251122_101010_abcdef", "--dry-run"],
     ["backfill", "--abandon", "bf_20251122_101010_abcdef", "--dry-run"],
+    ["explain", "fct_orders;drop"],
 ])
 def test_cli_refuses_bad_arguments_before_spark_or_any_sql_starts(args, tmp_path: Path):
     env = dict(os.environ, PIPELINE_STATE_DIR=str(tmp_path / "state"))
@@ -83,6 +84,16 @@ def test_cli_refuses_bad_arguments_before_spark_or_any_sql_starts(args, tmp_path
     assert result.returncode == 2, result.stdout + result.stderr
     assert "refused" in result.stdout
     assert not (tmp_path / "state").exists()  # no metastore, no warehouse: nothing started
+
+
+def test_explain_refuses_a_model_not_of_the_framework_kind_before_spark_starts(tmp_path: Path):
+    env = dict(os.environ, PIPELINE_STATE_DIR=str(tmp_path / "state"))
+    result = subprocess.run([sys.executable, "-m", "pipeline.cli", "explain", "fct_orders", "stg_orders"],
+                            cwd=PROJECT, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "refused: stg_orders is not an incremental model of the framework's kind" in " ".join(result.stdout.split())
+    assert "fct_orders" in result.stdout  # the models of the kind are listed
+    assert not (tmp_path / "state" / "metastore_db").exists()  # dbt parsed; Spark never started
 
 
 def test_restate_windows_cover_exactly_the_given_dates():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -188,6 +189,29 @@ def test_a_build_and_a_backfill_through_the_thrift_server_equal_the_embedded_mai
         assert running.query(f"select snapshot_id from {table}.refs where name = 'main'") == [(pre,)]
     assert running.query(f"select status from control.backfill_runs where run_id = '{run_id}'") == [("rolled_back",)]
     assert mart_checksums(running.query) == corrupted  # back to the table as it was before the backfill
+
+    # before the next daily run, `pipeline explain` through the Thrift Server: the select and the
+    # MERGE planned in the connection's own session (where dbt's temporary views live)
+    # (a correction of one order line, appended as the landing would: a later version, stamped)
+    [(order_id, item_id, later)] = running.query(
+        "select order_id, order_item_id, cast((select max(updated_at) from raw.order_items) + interval 1 hour"
+        " as string) from raw.order_items order by order_id, order_item_id limit 1")
+    running.execute(f"insert into raw.order_items select order_id, order_item_id, product_id, quantity + 1,"
+                    f" unit_price, discount_amount, timestamp'{later}', false, current_timestamp(), 'correction'"
+                    f" from raw.order_items where order_id = {order_id} and order_item_id = {item_id}"
+                    f" order by updated_at desc limit 1")
+    [(order_date,)] = running.query(f"select distinct cast(order_date as string) from marts.fct_order_item"
+                                    f" where order_id = {order_id}")
+    explained_json = tmp_path / "explain.json"
+    explained = _pipeline(running, tmp_path, "explain", "fct_order_item", "--json", str(explained_json))
+    assert explained.returncode == 0, explained.stdout[-4000:] + explained.stderr[-3000:]
+    [explanation] = json.loads(explained_json.read_text())
+    merge = [s for s in explanation["scans"] if s["statement"] == "merge" and s["role"] == "target"]
+    assert merge and all(f"order_date={order_date}" in s["partitions"] for s in merge), explanation
+    [keys] = re.findall(r"order_id IN \(([^)]*)\)", merge[0]["filters"])
+    assert str(order_id) in keys.split(", "), merge[0]["filters"]
+    assert any(r["table"] == "raw.order_items" and r["rows"] > 0 for r in explanation["ran"]), explanation
+    assert mart_checksums(running.query) == corrupted  # explained, not run
 
 
 def test_tasks_run_on_executors_of_both_workers(running: Running):

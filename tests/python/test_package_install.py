@@ -106,6 +106,14 @@ def test_a_teams_project_installs_the_framework_and_gets_its_guarantees(tmp_path
     assert built == ["audit_quarantined_rows", "fct_ticket", "stg_helpdesk__tickets"], built
     assert not [s for s in manifest["sources"] if not s.startswith("source.helpdesk_analytics.")]
 
+    # explained before the second build: the MERGE's read of the team's table, planned, and the
+    # landed tickets it read to find its scope; the build after it still did all the work (above)
+    assert outcome["explain"] == 0 and outcome["explain_left_the_table"]
+    [explained] = outcome["explained"]
+    merge = [s for s in explained["scans"] if s["statement"] == "merge" and s["role"] == "target"]
+    assert merge and all(s["table"] == "analytics_marts.fct_ticket" and 0 < s["data_files"] <= s["table_data_files"]
+                         for s in merge), explained
+    assert any(r["table"] == "helpdesk_raw.tickets" and r["rows"] > 0 for r in explained["ran"]), explained
     assert outcome["restate_dry_run"] == 0  # the audit covers the team's model: nothing late
     # the dual run: equal to a full refresh of the model, key by key; the status page shows it
     assert outcome["compare_unrouted"] == 2 and outcome["unrouted_left_the_table"]

@@ -262,24 +262,96 @@ def test_a_daily_run_records_the_data_files_each_model_read_of_its_table(base: W
         if partitioned:
             touched = f"select distinct data_file.partition from {relation}.entries where snapshot_id in " \
                       f"({', '.join(map(str, new))})"
-            [expected] = base.rows(f"select count(*) as n from {relation}.files version as of {before[name]} "
-                                   f"where content = 0 and partition in ({touched})")
+            [expected] = base.rows(f"select count(*) as n, count(distinct partition) as partitions from {relation}.files "
+                                   f"version as of {before[name]} where content = 0 and partition in ({touched})")
         assert record is not None, f"{name}: no scan of {relation} recorded"
         assert record.role == "target" and record.table_data_files == total.n, name
         # the partitions the run wrote to, or the whole of an unpartitioned table
         assert record.largest_scan_files == (expected.n if partitioned else total.n), name
         assert record.data_files_planned >= record.largest_scan_files
+        # the partitions the run planned for its table: those it wrote to that held files
+        assert record.partitions_planned == (expected.partitions if partitioned else None), name
         checked_partitioned.append(name) if partitioned else None
     assert {"fct_order_item", "fct_orders"} <= set(checked_partitioned)
     fact = scans[("fct_order_item", "marts.fct_order_item")]
     assert "order_date IN" in fact.filters  # the MERGE's pruning predicate, as Iceberg got it
     assert fact.largest_scan_files < fact.table_data_files  # the 01-02 file was not read
+    assert fact.partitions == "order_date=2025-01-10"  # nor its partition
     # tables only: the framework's own bookkeeping (the watermark the models' probes read) and
     # metadata tables are not a model's reads (a backfill runner's thread reads those meanwhile)
     assert all(table.count(".") == 1 and not table.startswith("control.") for _, table in scans), sorted(scans)
     # the fact's reads of the landed order lines are recorded too, as what they are
     lines = scans[("fct_order_item", "raw.order_items")]
     assert lines.role == "source" and lines.rows_read >= 2
+
+
+def test_explain_plans_the_next_daily_run_writing_nothing_and_the_run_reads_what_it_planned(base: Warehouse):
+    """`pipeline explain` for every model of the kind with a table: it commits nothing, moves no
+    watermark, records no run and leaves no scratch table; the fact's MERGE plans the files
+    Iceberg holds in the partitions of the orders in scope, and the daily run that follows reads
+    of each model's table exactly as many files as its largest planned read."""
+    from pipeline.explain import ExplainError, explain
+    from pipeline.manifest import incremental_models
+
+    models = {m.name: m for m in incremental_models()}
+    built = sorted(name for name, m in models.items() if base.spark.catalog.tableExists(m.relation))
+    # a correction of an order dated 01-10, and a new order of 01-11
+    base.land(orders=[order(103, "2025-01-11 10:00")],
+              order_items=[item(102, 1, "2025-01-11 11:00", quantity=5), item(103, 1, "2025-01-11 10:00")])
+
+    def state():
+        return ({name: base.snapshot_id(models[name].relation) for name in built},
+                base.rows("select * from control.etl_watermark order by pipeline_name"),
+                base.rows("select count(*) as n from control.run_records"),
+                base.rows("select count(*) as n from control.run_scans"),
+                sorted(t.name for t in base.spark.catalog.listTables("scratch") if not t.isTemporary)
+                if base.spark.catalog.databaseExists("scratch") else [])
+
+    before = state()
+    explained = {e.model: e for e in explain(base.spark, base.dbt, built)}
+    assert state() == before
+    assert set(explained) == set(built)
+
+    fact = explained["fct_order_item"]
+    # its MERGE reads only the partitions of the orders in scope: 01-10 and 01-11 (new), not 01-02
+    [target] = [s for s in fact.scans if s.statement == "merge" and s.role == "target"]
+    assert target.partitions == ("order_date=2025-01-10",)  # 01-11 has no file yet
+    assert "order_date IN" in fact.merge_predicate() and "order_id IN (102, 103)" in fact.merge_predicate()
+    assert target.table_data_files == 2 and target.table_partitions == 2
+    [files] = base.rows("select count(*) as n from marts.fct_order_item.files "
+                        "where content = 0 and partition.order_date = date'2025-01-10'")
+    assert target.data_files == files.n == 1
+    # to find its scope and stage its select, it read the landed order lines (as the run will)
+    assert fact.ran_unknown is None
+    [lines] = [r for r in fact.ran if r.table == "raw.order_items"]
+    assert lines.role == "source" and lines.rows >= 2
+
+    base.dbt_run()
+    invocation = base.dbt.last_invocation_id()
+    recorded = {(r.model_name, r.table_name): r for r in base.rows(
+        f"select * from control.run_scans where invocation_id = '{invocation}'")}
+    merged = []
+    for name, explanation in explained.items():
+        relation = models[name].relation
+        planned = [s for s in explanation.scans if s.role == "target"]
+        if not explanation.merges:  # explained as no MERGE: the run commits nothing to the table
+            assert base.snapshot_id(relation) == before[0][name], name
+            continue
+        merged.append(name)
+        record = recorded.get((name, relation))
+        assert record is not None, f"{name}: explained a MERGE, but the run recorded no read of {relation}"
+        assert record.largest_scan_files == max(s.data_files for s in planned), name
+        if any(s.partitioned for s in planned):  # and the partitions it planned
+            assert record.partitions == ", ".join(sorted({p for s in planned for p in s.partitions})), name
+        # what the explain read to find the scope and stage the select, the run read again
+        for read in explanation.ran:
+            assert recorded[(name, read.table)].rows_read >= read.rows, (name, read.table)
+            if read.role == "source":
+                assert recorded[(name, read.table)].data_files_planned == read.data_files, (name, read.table)
+    assert {"fct_order_item", "fct_orders"} <= set(merged)
+
+    with pytest.raises(ExplainError, match="stg_orders is not an incremental model of the framework's kind"):
+        explain(base.spark, base.dbt, ["stg_orders"])
 
 
 def test_a_daily_run_that_reads_more_of_its_table_than_declared_warns(base: Warehouse):

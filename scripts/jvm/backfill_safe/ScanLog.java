@@ -1,6 +1,5 @@
 package backfill_safe;
 
-import java.util.Locale;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.spark.SparkContext;
@@ -30,11 +29,13 @@ import scala.collection.Seq;
  * (spark.sql.ui.retainedExecutions), "first_execution": its id (0 unless some were evicted),
  * "scans": [{"execution", "submitted", "completed", "node_id"
  * (from dbt's query comment when the statement text is the description, as on a Thrift Server),
- * "table", "iceberg", "branch", "filters", "runtime_filters", "metrics": {name: value}}]}}.
+ * "table", "iceberg", "branch", "filters", "runtime_filters", "partitions" (the partition paths
+ * the statement's scans of the table planned, from ScanPartitions; null when unknown or
+ * unpartitioned), "metrics": {name: value}}]}}.
  */
 public final class ScanLog {
-  private static final Pattern BRANCH = Pattern.compile("\\(branch=([^)]*)\\)");
-  private static final Pattern FILTERS = Pattern.compile("\\[filters=(.*?), groupedBy=");
+  static final Pattern BRANCH = Pattern.compile("\\(branch=([^)]*)\\)");
+  static final Pattern FILTERS = Pattern.compile("\\[filters=(.*?), groupedBy=");
   private static final Pattern RUNTIME = Pattern.compile("RuntimeFilters: \\[(.*)\\]");
   private static final Pattern NODE_ID = Pattern.compile("\"node_id\": \"([^\"]+)\"");
   private static final long WAIT_MS = 30_000L;
@@ -47,7 +48,7 @@ public final class ScanLog {
     try {
       return read(Long.parseLong(epochMillis.trim()));
     } catch (Throwable failed) {  // a diagnostic never fails the statement that asked for it
-      return "{\"error\": " + quote("backfill_safe.ScanLog failed: " + failed) + "}";
+      return "{\"error\": " + Json.quote("backfill_safe.ScanLog failed: " + failed) + "}";
     }
   }
 
@@ -104,17 +105,19 @@ public final class ScanLog {
         Option<java.util.Date> completed = execution.completionTime();
         out.append(", \"completed\": ").append(completed.isDefined() ? Long.toString(completed.get().getTime()) : "null");
         Matcher nodeId = NODE_ID.matcher(execution.description() == null ? "" : execution.description());
-        out.append(", \"node_id\": ").append(nodeId.find() ? quote(nodeId.group(1)) : "null");
+        out.append(", \"node_id\": ").append(nodeId.find() ? Json.quote(nodeId.group(1)) : "null");
         String table = node.name().substring("BatchScan ".length()).trim();
         if (table.startsWith("spark_catalog.")) {
           table = table.substring("spark_catalog.".length());
         }
-        out.append(", \"table\": ").append(quote(table));
+        out.append(", \"table\": ").append(Json.quote(table));
         String desc = node.desc() == null ? "" : node.desc();
         out.append(", \"iceberg\": ").append(desc.contains("(branch="));
-        out.append(", \"branch\": ").append(group(BRANCH, desc));
-        out.append(", \"filters\": ").append(group(FILTERS, desc));
-        out.append(", \"runtime_filters\": ").append(group(RUNTIME, desc));
+        out.append(", \"branch\": ").append(Json.group(BRANCH, desc));
+        out.append(", \"filters\": ").append(Json.group(FILTERS, desc));
+        out.append(", \"runtime_filters\": ").append(Json.group(RUNTIME, desc));
+        java.util.TreeSet<String> partitions = ScanPartitions.of(id, table.toLowerCase(java.util.Locale.ROOT));
+        out.append(", \"partitions\": ").append(partitions == null ? "null" : Json.list(partitions));
         out.append(", \"metrics\": {");
         Seq<SQLPlanMetric> metrics = node.metrics();
         boolean firstMetric = true;
@@ -125,7 +128,7 @@ public final class ScanLog {
           if (number == null) {
             continue;
           }
-          out.append(firstMetric ? "" : ", ").append(quote(metric.name())).append(": ").append(number);
+          out.append(firstMetric ? "" : ", ").append(Json.quote(metric.name())).append(": ").append(number);
           firstMetric = false;
         }
         out.append("}}");
@@ -143,28 +146,5 @@ public final class ScanLog {
     } catch (NumberFormatException notOne) {
       return null;
     }
-  }
-
-  private static String group(Pattern pattern, String text) {
-    Matcher matcher = pattern.matcher(text);
-    if (!matcher.find()) {
-      return "null";
-    }
-    String value = matcher.group(1).trim();
-    return "null".equals(value.toLowerCase(Locale.ROOT)) ? "null" : quote(value);
-  }
-
-  private static String quote(String text) {
-    StringBuilder out = new StringBuilder("\"");
-    for (char c : text.toCharArray()) {
-      if (c == '"' || c == '\\') {
-        out.append('\\').append(c);
-      } else if (c < 0x20) {
-        out.append(String.format("\\u%04x", (int) c));
-      } else {
-        out.append(c);
-      }
-    }
-    return out.append('"').toString();
   }
 }
