@@ -21,11 +21,35 @@ from pipeline import cluster
 from pipeline import generate as generator
 
 
+# Each command's exit codes, shown at the end of its --help (docs/reference/cli.md says the same,
+# with the cases; a fast test keeps the two in step). Every command also exits 2 when argparse
+# refuses its command line, and 1 on an exception it does not catch.
+EXIT_CODES = {
+    "generate": "0 written; 2 refused (a count below 1, a rate outside 0..1)",
+    "land": "0 landed (or skipped); 2 a file or the contract refused, nothing appended",
+    "backfill": "0 published, dry run printed, or abandoned; 1 the gate or a window failed; "
+                "2 refused (bad argument, another run holds the lock, main moved)",
+    "restate": "0 published, nothing to restate, or dry run; 1 the restatement's backfill did not publish, "
+               "or dbt failed; 2 refused (a bad argument, a model without a declaration, the audit view missing "
+               "or not covering a model, a model not built or not auditable, or a backfill refusal)",
+    "status": "0 shown; 2 a malformed or unknown run id",
+    "rollback": "0 rolled back; 2 refused (the run is not published, or a table's main moved since)",
+    "compare": "0 equal; 1 any difference, or dbt failed; 2 refused (not a model of the kind, no table, "
+               "bad scratch schema, unrouted dual run, different columns)",
+    "explain": "0 explained; 1 dbt failed; 2 refused (not a model of the framework's kind, no table yet)",
+    "report": "0 written; 2 --days or --runs out of range",
+    "maintain": "0 done; 2 refused (bad table name or argument)",
+    "cluster": "start: 0 started, 1 failed, 2 refused (already running, stray processes, port in use); "
+               "stop: 0; status: 0 running, 1 not running",
+    "main": "0 done; 1 a dbt invocation failed",
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pipeline", description="Tooling around the backfill_safe dbt project on Spark + Iceberg."
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = _Commands(parser.add_subparsers(dest="command", required=True))
 
     gen = commands.add_parser("generate", help="write a seeded sample of source versions, one folder per day")
     generator.add_arguments(gen)
@@ -40,8 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="restate [start, end) of event dates in windows, isolated on Iceberg branches, published atomically",
         description="Restate the models' rows whose event date is in [--start, --end): one `dbt run --vars` per "
         "window of at most --batch-days days, all writes on an Iceberg branch per table, data tests on the "
-        "branches, then every table published at once (or none). Checkpointed (--resume), reversible (rollback). "
-        "Exit codes: 0 published or planned, 1 gate failed or run failed, 2 refused (bad argument, lock, moved main).",
+        "branches, then every table published at once (or none). Checkpointed (--resume), reversible (rollback).",
     )
     backfill.add_argument("--start", help="first event date, YYYY-MM-DD (inclusive)")
     backfill.add_argument("--end", help="last event date, YYYY-MM-DD (exclusive)")
@@ -60,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Reads audit_unreflected_changes (fact keys whose current source state is not in the mart "
                     "and that the next daily run will not pick up, within var restatement_horizon_days of the "
                     "watermark) and backfills exactly their order dates through the backfill machinery: branches, "
-                    "gate, atomic publish, rollback. Exit 0 when published or when nothing needs restating.")
+                    "gate, atomic publish, rollback.")
     restate.add_argument("--select", help="restrict to these facts (space or comma separated)")
     restate.add_argument("--batch-days", type=int, default=7,
                          help="largest window in days; consecutive dates share windows (default 7)")
@@ -72,8 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
         "compare", help="dual run: build a model by full refresh into a scratch schema and diff it with the incremental table",
         description="Builds MODEL by full refresh into --scratch-schema (its upstream models are read where they are; "
                     "no watermark moves) and compares it with the incremental table by unique key: identical, "
-                    "modified, missing and extra row counts, mismatches per column, sample keys. Exit 0 when equal, "
-                    "1 on any difference: the migration path from full refresh to incremental.")
+                    "modified, missing and extra row counts, mismatches per column, sample keys: the migration path from "
+                    "full refresh to incremental.")
     compare.add_argument("model", help="an incremental model, e.g. fct_order_item")
     compare.add_argument("--scratch-schema", default="dual_run", help="schema of the full-refresh build (default dual_run)")
     compare.add_argument("--keep", action="store_true", help="keep the scratch table for inspection")
@@ -86,8 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
         "explain_next_run, which reads what the run reads to find its scope and stage its select (shown as `ran`), "
         "then plans its select and its MERGE (data files, delete files and partitions Iceberg plans per table under "
         "the pushed filters, and those filters). Writes nothing to the models' tables, moves no watermark, records "
-        "no run. Exit codes: 0 explained, 1 dbt failed, 2 refused (not a model of the framework's kind, no table "
-        "yet).")
+        "no run.")
     explain.add_argument("models", nargs="+", metavar="MODEL", help="incremental models of the framework's kind")
     explain.add_argument("--json", type=Path, metavar="FILE", help="also write the explanation as JSON")
 
@@ -107,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         "maintain", help="compact small files and expire old snapshots, keeping every backfill reversible",
         description="Compact small files (Iceberg rewrite_data_files) and expire snapshots older than --expire-days "
         "(expire_snapshots) of the raw and mart tables. Tables held by a running backfill are skipped; snapshots a "
-        "published backfill's rollback still needs are kept. Exit codes: 0 done, 2 refused (bad argument).")
+        "published backfill's rollback still needs are kept.")
     maintain.add_argument("--tables", help="schema.table names (space or comma separated); default: every Iceberg "
                           "table of the raw and marts schemas")
     maintain.add_argument("--no-compact", action="store_true", help="only expire snapshots")
@@ -120,8 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
         "cluster", help="start, stop or show the local Spark standalone cluster and Thrift Server (the `cluster` target)",
         description="A Spark master, two single-core workers and a Spark Thrift Server on them, all on 127.0.0.1, "
         "with the embedded target's Iceberg settings and their own metastore and warehouse in <state dir>/cluster/. "
-        "`start` prints the exports dbt needs (--target cluster). Exit codes: 0 done (status: running), "
-        "1 failed (status: not running), 2 refused (already running).")
+        "`start` prints the exports dbt needs (--target cluster).")
     cluster.add_arguments(cluster_parser)
 
     main = commands.add_parser("main", help="the main job on the profile target (DBT_TARGET: embedded Spark by default, or cluster)")
@@ -132,6 +153,16 @@ def build_parser() -> argparse.ArgumentParser:
     main.add_argument("--orders-per-day", type=int, default=generator.GeneratorConfig.orders_per_day,
                       help="new orders per day (default %(default)s)")
     return parser
+
+
+class _Commands:
+    """argparse's subparsers, each given its exit codes (EXIT_CODES) as the end of its --help."""
+
+    def __init__(self, subparsers) -> None:
+        self._subparsers = subparsers
+
+    def add_parser(self, name: str, **kwargs) -> argparse.ArgumentParser:
+        return self._subparsers.add_parser(name, epilog=f"Exit codes: {EXIT_CODES[name]}.", **kwargs)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -229,3 +229,28 @@ def test_framework_macros_call_each_other_by_package_name():
     # the scanner sees a call in code, and not in a string or a comment
     assert unqualified_calls("{{ merge_source('live') }}", names) == [(3, "merge_source")]
     assert unqualified_calls("{# merge_source() #}{{ x('merge_source()') }}", names) == []
+
+
+def test_every_command_states_its_exit_codes_in_its_help_as_the_reference_does():
+    """Each `pipeline` command's --help ends with its exit codes, and they are the codes
+    docs/reference/cli.md gives for it: a code added on one side only fails here."""
+    import argparse
+
+    from pipeline.cli import EXIT_CODES, build_parser
+
+    def codes(text: str) -> set[str]:
+        return set(re.findall(r"(?:^|: |; |, )([012])\b", text))
+
+    [subparsers] = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    commands = subparsers.choices
+    assert set(commands) == set(EXIT_CODES)
+    reference = (PROJECT_DIR / "docs" / "reference" / "cli.md").read_text()
+    documented = {}
+    for section in re.split(r"^## `pipeline ", reference, flags=re.M)[1:]:
+        name = re.match(r"[a-z]+", section).group(0)
+        stated = re.search(r"Exit: (.*?)(?:\n\n|\Z)", section, re.S)
+        documented[name] = codes(stated.group(1)) if stated else set()
+    for name, parser in commands.items():
+        helped = " ".join(parser.format_help().split())
+        assert f"Exit codes: {EXIT_CODES[name]}." in helped, name
+        assert codes(EXIT_CODES[name]) == documented.get(name), (name, EXIT_CODES[name], documented.get(name))
