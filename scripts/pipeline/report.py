@@ -1,4 +1,5 @@
-"""The status page: one static HTML file, no server and no script, charts as inline SVG.
+"""The status page: one static HTML file, no server and no script, charts as inline SVG, drawn by
+the Jinja2 template `templates/status.html.j2` from what this module collects and computes.
 
 Per pipeline: watermark and its lag, the sources' freshness (dbt source freshness), the last
 runs with the rows they merged (control.run_records); for every declared incremental model
@@ -14,11 +15,12 @@ nothing is named on the page as having no daily reconciliation, never left out i
 
 from __future__ import annotations
 
-import html
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+
+import jinja2
 
 from pipeline import iceberg
 from pipeline.dbt import Dbt, Freshness
@@ -168,66 +170,50 @@ def _share(scan: dict) -> str:
         f"{scan['largest_scan_files']} / ?"
 
 
-# -- rendering ---------------------------------------------------------------------------------
-def _e(value: object) -> str:
-    return html.escape("" if value is None else str(value))
+# -- rendering: the template templates/status.html.j2 draws, these compute what it shows --------
+def _table(columns: list[str], rows: list[list[object]], css: str = "") -> dict:
+    return {"columns": columns, "rows": rows, "css": css}
 
 
-def _table(columns: list[str], rows: list[list[object]], css: str = "") -> str:
-    head = "".join(f"<th>{_e(c)}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td>{_e(v)}</td>" for v in row) + "</tr>" for row in rows)
-    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
-def _line_chart(labels: list[str], series: dict[str, list[float | None]], title: str) -> str:
-    """A line chart as inline SVG: one polyline per series, a dot per point, axis labels."""
+def _line_chart(labels: list[str], series: dict[str, list[float | None]], title: str) -> dict:
+    """A line chart's geometry for inline SVG: one polyline per series, a dot per point, axis
+    labels (every seventh date, and the last)."""
     width, height, left, bottom, top, right = 760, 280, 70, 40, 20, 20
     values = [v for points in series.values() for v in points if v is not None]
     if not labels or not values:
-        return f'<p class="empty">{_e(title)}: no data</p>'
+        return {"empty": True, "title": title}
     low, high = min(0.0, min(values)), max(values) or 1.0
     plot_w, plot_h = width - left - right, height - top - bottom
     x = lambda i: left + (plot_w * i / max(1, len(labels) - 1))  # noqa: E731
     y = lambda v: top + plot_h - plot_h * (v - low) / ((high - low) or 1.0)  # noqa: E731
     colours = ["#1f77b4", "#ff7f0e", "#2ca02c"]
-    parts = [f'<svg class="chart" role="img" aria-label="{_e(title)}" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
-             f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#888"/>',
-             f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#888"/>',
-             f'<text x="{left - 6}" y="{top + 4}" text-anchor="end" font-size="11">{high:,.0f}</text>',
-             f'<text x="{left - 6}" y="{top + plot_h}" text-anchor="end" font-size="11">{low:,.0f}</text>']
     step = max(1, len(labels) // 7)
-    for i, label in enumerate(labels):
-        if i % step == 0 or i == len(labels) - 1:
-            parts.append(f'<text x="{x(i):.1f}" y="{height - 18}" text-anchor="middle" font-size="11">{_e(label[5:])}</text>')
-    for n, (name, points) in enumerate(series.items()):
-        colour = colours[n % len(colours)]
-        coords = [(x(i), y(v)) for i, v in enumerate(points) if v is not None]
-        dash = ' stroke-dasharray="6 4"' if n else ""
-        parts.append(f'<polyline class="series" data-series="{_e(name)}" fill="none" stroke="{colour}" stroke-width="2"{dash} '
-                     f'points="{" ".join(f"{a:.1f},{b:.1f}" for a, b in coords)}"/>')
-        parts += [f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3" fill="{colour}"/>' for a, b in coords]
-        parts.append(f'<text x="{left + 10 + 170 * n}" y="{height - 2}" font-size="12" fill="{colour}">&#9632; {_e(name)}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+    return {
+        "empty": False, "title": title, "width": width, "height": height, "left": left, "top": top,
+        "right": left + plot_w, "base": top + plot_h, "high": f"{high:,.0f}", "low": f"{low:,.0f}",
+        "labels": [{"x": f"{x(i):.1f}", "text": label[5:]} for i, label in enumerate(labels)
+                   if i % step == 0 or i == len(labels) - 1],
+        "series": [{"name": name, "colour": colours[n % len(colours)], "dashed": n > 0,
+                    "legend_x": left + 10 + 170 * n,
+                    "points": [(f"{x(i):.1f}", f"{y(v):.1f}") for i, v in enumerate(points) if v is not None]}
+                   for n, (name, points) in enumerate(series.items())],
+    }
 
 
-def _bar_chart(labels: list[str], values: list[float], title: str) -> str:
+def _bar_chart(labels: list[str], values: list[float], title: str) -> dict:
     width, height, left, bottom, top = 760, 220, 70, 30, 20
     if not values:
-        return f'<p class="empty">{_e(title)}: no runs</p>'
+        return {"empty": True, "title": title}
     high = max(values) or 1.0
     plot_w, plot_h = width - left - 20, height - top - bottom
     bar = plot_w / len(values)
-    parts = [f'<svg class="chart" role="img" aria-label="{_e(title)}" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
-             f'<text x="{left - 6}" y="{top + 4}" text-anchor="end" font-size="11">{high:,.0f}</text>']
-    for i, (label, value) in enumerate(zip(labels, values)):
-        h = plot_h * value / high
-        parts.append(f'<rect class="bar" x="{left + i * bar + 1:.1f}" y="{top + plot_h - h:.1f}" width="{max(1.0, bar - 2):.1f}" '
-                     f'height="{h:.1f}" fill="#1f77b4"><title>{_e(label)}: {value:,.0f}</title></rect>')
-    parts.append(f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#888"/></svg>')
-    return "".join(parts)
+    return {
+        "empty": False, "title": title, "width": width, "height": height, "left": left, "top": top,
+        "right": left + plot_w, "base": top + plot_h, "high": f"{high:,.0f}",
+        "bars": [{"x": f"{left + i * bar + 1:.1f}", "y": f"{top + plot_h - plot_h * value / high:.1f}",
+                  "width": f"{max(1.0, bar - 2):.1f}", "height": f"{plot_h * value / high:.1f}",
+                  "label": label, "value": f"{value:,.0f}"} for i, (label, value) in enumerate(zip(labels, values))],
+    }
 
 
 def render(report: Report) -> str:
@@ -237,22 +223,17 @@ def render(report: Report) -> str:
          for p in report.pipelines], "pipelines")
     freshness = _table(["source", "status", "latest update", "age"],
                        [[f.source, f.status, f.max_loaded_at, lag_text(f.age_seconds)] for f in report.freshness], "freshness")
-    runs_charts = "".join(
+    runs_charts = [
         _bar_chart([f"{r['started_at']:%Y-%m-%d %H:%M}" for r in runs],
                    [float(r["added_records"] or 0) for r in runs], f"records added per {name} daily run")
         for name in report.daily
-        for runs in [[r for r in reversed(report.runs) if r["window_start"] is None and r["model_name"] == name]])
+        for runs in [[r for r in reversed(report.runs) if r["window_start"] is None and r["model_name"] == name]]]
     runs = _table(["started", "model", "status", "window", "snapshots", "added", "deleted", "partitions",
                    "watermark before", "watermark after", "invocation"],
                   [[r["started_at"], r["model_name"], r["status"],
                     f"{r['window_start']} .. {r['window_end']}" if r["window_start"] else "daily",
                     r["snapshots_committed"], r["added_records"], r["deleted_records"], r["changed_partitions"],
                     r["watermark_before"], r["watermark_after"], r["invocation_id"]] for r in report.runs], "runs")
-    daily = "".join(_model_daily(name, model, report.days) for name, model in report.daily.items())
-    if report.undeclared:
-        daily += ('<p class="undeclared">no daily reconciliation (the model declares no '
-                  "config.meta.backfill_safe current_state, event_date and measures): "
-                  f"{_e(', '.join(report.undeclared))}</p>")
     backfills = _table(["run", "status", "range", "windows done", "models", "reason", "created", "finished"],
                        [[b["run_id"], b["status"], f"{b['start_date']} .. {b['end_date']}",
                          f"{b['windows_done']}/{b['windows']}", ", ".join(json.loads(b["models"])), b["reason"],
@@ -263,35 +244,22 @@ def render(report: Report) -> str:
                    [[r["model_name"], r["table_name"], r["role"], r["scans"], _share(r), r["data_files_planned"],
                      r["data_files_skipped"], r["splits_read"], r["rows_read"], _partitions(r), r["max_scan_share"],
                      (r["filters"] or "")[:200], r["started_at"]] for r in report.reads], "reads") \
-        if report.reads is not None else \
-        '<p class="undeclared">no scan records yet: control.run_scans is made by the next dbt run</p>'
+        if report.reads is not None else None
     metrics = _table(list(metric_columns), [metric_cells(m) for m in report.metrics], "metrics")
-    alerts = ("<ul class=\"alerts\">" + "".join(f"<li>{_e(a)}</li>" for a in report.alerts) + "</ul>"
-              if report.alerts else '<p class="ok" id="no-alerts">no alerts</p>')
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>backfill_safe status</title>
-<style>
-body {{ font: 14px system-ui, sans-serif; margin: 24px; color: #222; }}
-h1 {{ font-size: 20px; }} h2 {{ font-size: 16px; margin-top: 28px; }}
-table {{ border-collapse: collapse; margin: 8px 0; }}
-th, td {{ border: 1px solid #ccc; padding: 3px 8px; text-align: left; font-size: 12px; }}
-th {{ background: #f3f3f3; }} .alerts li {{ color: #b00020; }} .ok {{ color: #2e7d32; }}
-</style></head><body>
-<h1>backfill_safe status</h1>
-<p>generated {_e(f"{report.generated_at:%Y-%m-%d %H:%M:%S}")} UTC</p>
-<h2 id="alerts">Alerts ({len(report.alerts)})</h2>{alerts}
-<h2 id="pipelines">Pipelines: watermark and lag</h2>{pipelines}
-<h2 id="metrics">Minimal metrics per model (the idempotent-backfill playbook)</h2>{metrics}
-<h2 id="freshness">Source freshness (dbt source freshness on updated_at)</h2>{freshness}
-<h2 id="daily">Declared models: measures per event date, source vs mart (last {report.days} dates)</h2>{daily}
-<h2 id="runs">Runs: rows merged</h2>{runs_charts}{runs}
-<h2 id="reads">Reads: what each model's last daily run scanned, per table (Iceberg's scan metrics)</h2>{reads}
-<h2 id="backfills">Backfill runs</h2>{backfills}
-</body></html>
-"""
+    return _template().render(
+        generated_at=f"{report.generated_at:%Y-%m-%d %H:%M:%S}", alerts=report.alerts, pipelines=pipelines,
+        metrics=metrics, freshness=freshness, days=report.days,
+        daily=[_model_daily(name, model, report.days) for name, model in report.daily.items()],
+        undeclared=report.undeclared, runs_charts=runs_charts, runs=runs, reads=reads, backfills=backfills) + "\n"
 
 
-def _model_daily(name: str, model: ModelDaily, days: int) -> str:
+def _template() -> jinja2.Template:
+    environment = jinja2.Environment(loader=jinja2.PackageLoader("pipeline", "templates"), autoescape=True,
+                                     undefined=jinja2.StrictUndefined)
+    return environment.get_template("status.html.j2")
+
+
+def _model_daily(name: str, model: ModelDaily, days: int) -> dict:
     """One declared model's section: a chart of its first measure, a table of every measure."""
     first = model.measures[0]
     chart = _line_chart([str(d["event_date"]) for d in model.rows],
@@ -304,7 +272,7 @@ def _model_daily(name: str, model: ModelDaily, days: int) -> str:
              *[v for i in range(len(model.measures))
                for v in (d[f"source_{i}"], d[f"mart_{i}"], (d[f"source_{i}"] or 0) - (d[f"mart_{i}"] or 0))]]
             for d in model.rows]
-    return f'<h3 id="daily-{_e(name)}">{_e(name)}</h3>{chart}{_table(columns, rows, "daily")}'
+    return {"name": name, "chart": chart, "table": _table(columns, rows, "daily")}
 
 
 def _num(value: object) -> float | None:
