@@ -1,14 +1,15 @@
 """`pipeline`: the project's command line.
 
-    pipeline generate --out DIR [options]   write a seeded sample of source versions
     pipeline land FILE... [--table T]       validate and append files to the raw tables
-    pipeline main                           the main job (generate, land, build, incremental, summary)
     pipeline backfill | status | rollback   windowed, isolated, reversible backfills (see --help)
     pipeline restate [--select] --reason R  backfill only the dates of rows late beyond their window
     pipeline compare MODEL                  dual run: full refresh in a scratch schema vs the incremental table
+    pipeline explain MODEL...               what the next daily run of models will read, before it runs
     pipeline report [--out FILE]            the status page: one static HTML file
     pipeline maintain [options]             compact small files, expire snapshots, keep backfills reversible
     pipeline cluster start|stop|status      the local Spark cluster + Thrift Server of the `cluster` target
+
+The shop example's sample and main job are `python -m sample generate|main` (scripts/sample/).
 """
 
 from __future__ import annotations
@@ -18,14 +19,12 @@ import sys
 from pathlib import Path
 
 from pipeline import cluster
-from pipeline import generate as generator
 
 
 # Each command's exit codes, shown at the end of its --help (docs/reference/cli.md says the same,
 # with the cases; a fast test keeps the two in step). Every command also exits 2 when argparse
 # refuses its command line, and 1 on an exception it does not catch.
 EXIT_CODES = {
-    "generate": "0 written; 2 refused (a count below 1, a rate outside 0..1)",
     "land": "0 landed (or skipped); 2 a file or the contract refused, nothing appended",
     "backfill": "0 published, dry run printed, or abandoned; 1 the gate or a window failed; "
                 "2 refused (bad argument, another run holds the lock, main moved)",
@@ -41,7 +40,6 @@ EXIT_CODES = {
     "maintain": "0 done; 2 refused (bad table name or argument)",
     "cluster": "start: 0 started, 1 failed, 2 refused (already running, stray processes, port in use); "
                "stop: 0; status: 0 running, 1 not running",
-    "main": "0 done; 1 a dbt invocation failed",
 }
 
 
@@ -50,9 +48,6 @@ def build_parser() -> argparse.ArgumentParser:
         prog="pipeline", description="Tooling around the backfill_safe dbt project on Spark + Iceberg."
     )
     commands = _Commands(parser.add_subparsers(dest="command", required=True))
-
-    gen = commands.add_parser("generate", help="write a seeded sample of source versions, one folder per day")
-    generator.add_arguments(gen)
 
     land = commands.add_parser("land", help="validate files against the raw contract and append them")
     land.add_argument("files", nargs="+", type=Path, help="Parquet or CSV files, or day folders holding them")
@@ -144,14 +139,6 @@ def build_parser() -> argparse.ArgumentParser:
         "with the embedded target's Iceberg settings and their own metastore and warehouse in <state dir>/cluster/. "
         "`start` prints the exports dbt needs (--target cluster).")
     cluster.add_arguments(cluster_parser)
-
-    main = commands.add_parser("main", help="the main job on the profile target (DBT_TARGET: embedded Spark by default, or cluster)")
-    main.add_argument("--seed", type=int, default=generator.GeneratorConfig.seed,
-                      help="random seed of the sample (default %(default)s)")
-    main.add_argument("--days", type=int, default=generator.GeneratorConfig.days,
-                      help="landing days; all but the last are built first (default %(default)s)")
-    main.add_argument("--orders-per-day", type=int, default=generator.GeneratorConfig.orders_per_day,
-                      help="new orders per day (default %(default)s)")
     return parser
 
 
@@ -177,15 +164,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    if args.command == "generate":
-        try:
-            config = generator.config_from_args(args)
-        except ValueError as error:  # a count below 1, a rate outside 0..1: named, no traceback
-            print(f"refused: {error}")
-            return 2
-        folders = generator.generate(config, args.out)
-        print(f"wrote {len(folders)} day folders into {args.out}")
-        return 0
     if args.command == "land":
         from pipeline.land import LandingError, land
         from pipeline.engine import get_engine
@@ -214,11 +192,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _compare_command(args)
     if args.command == "report":
         return _report_command(args)
-    if args.command == "explain":
-        return _explain_command(args)
-    from pipeline import main_job
-
-    return main_job.main(generator.GeneratorConfig(seed=args.seed, days=args.days, orders_per_day=args.orders_per_day))
+    return _explain_command(args)
 
 
 def _maintain_command(args: argparse.Namespace) -> int:

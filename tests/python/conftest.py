@@ -71,8 +71,8 @@ def main_job_sample(spark, dbt) -> MainJobRun:
 
     from rich.console import Console
 
-    from pipeline import main_job
-    from pipeline.generate import GeneratorConfig
+    from sample import main_job
+    from sample.generate import GeneratorConfig
 
     out = io.StringIO()
     code = main_job.run(GeneratorConfig(**MAIN_JOB_SAMPLE), Console(file=out, width=200))

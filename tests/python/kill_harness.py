@@ -30,7 +30,7 @@ CURRENT_STATE = {"marts.fct_order_item": ("staging.int_order_items__current_stat
 def backfill() -> int:
     from pipeline import cli, paths, warehouse
     from pipeline.dbt import Dbt
-    from pipeline.generate import GeneratorConfig, generate
+    from sample.generate import GeneratorConfig, generate
     from pipeline.land import land
     from pipeline.spark import get_spark
 

@@ -21,7 +21,7 @@ from helpers import SHOP_MARTS, Warehouse, item
 from pipeline import iceberg
 from pipeline.backfill.control import Control
 from pipeline.backfill.runner import Backfill, BackfillRefused
-from pipeline.generate import GeneratorConfig, generate
+from sample.generate import GeneratorConfig, generate
 from pipeline.land import land
 
 MARTS = tuple(f"marts.{name}" for name in SHOP_MARTS)

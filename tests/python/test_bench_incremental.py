@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import bench_incremental, bench_metrics
-from pipeline.bench_metrics import Window
+from harness import bench_incremental, bench_metrics
+from harness.bench_metrics import Window
 
 
 def _task(launch_ms: int, run_ms: int, cpu_ns: int, rows: int, read: int, accumulables=()) -> str:
@@ -184,7 +184,7 @@ def test_generated_history_and_next_day_keep_the_landing_contract(warehouse, tmp
     """Spark SQL generation: the counts the scale asks for, no version a quarantine rule would
     hold back (the benchmark measures loading, not quarantining), one version per key and update
     time, and a next day with the asked volume, part of it on order dates before the lookback."""
-    from pipeline import bench_data
+    from harness import bench_data
 
     spark = warehouse.spark
     scale = bench_data.Scale(items=3000, day_new_items=50, day_corrections=40, old_share=0.25)
@@ -213,7 +213,7 @@ def test_generated_rides_history_and_next_day_keep_the_landing_contract(warehous
     later versions, drivers with effective-dated versions before their trips, no version a
     quarantine rule would hold back, and a next day of the asked volume whose corrections reach
     trip dates before fct_trip's lookback."""
-    from pipeline import bench_data
+    from harness import bench_data
 
     spark = warehouse.spark
     scale = bench_data.Scale(items=3000, day_new_items=50, day_corrections=40, old_share=0.25)
@@ -243,7 +243,7 @@ def test_the_rides_benchmark_runs_end_to_end_at_a_tiny_scale(tmp_path: Path):
     """The second example joins the benchmark: its daily run equals its full refresh and
     rewrites exactly the trip dates its changes touch."""
     out, md = tmp_path / "bench.json", tmp_path / "bench.md"
-    subprocess.run([sys.executable, "-m", "pipeline.bench_incremental", "--domain", "rides", "--scales", "3000",
+    subprocess.run([sys.executable, "-m", "harness.bench_incremental", "--domain", "rides", "--scales", "3000",
                     "--day-new-items", "50", "--day-corrections", "60", "--old-share", "0.5", "--phases",
                     "full,daily", "--backfill-days", "0", "--state", str(tmp_path / "state"), "--out", str(out),
                     "--markdown", str(md)], check=True)
@@ -262,7 +262,7 @@ def test_the_benchmark_runs_end_to_end_at_a_tiny_scale(tmp_path: Path):
     its backfill equal the full refresh, the daily MERGE rewrites exactly the order dates it
     touched, microbatch misses the corrections older than its lookback, the report is written."""
     out, md = tmp_path / "bench.json", tmp_path / "bench.md"
-    subprocess.run([sys.executable, "-m", "pipeline.bench_incremental", "--scales", "3000", "--day-new-items", "50",
+    subprocess.run([sys.executable, "-m", "harness.bench_incremental", "--scales", "3000", "--day-new-items", "50",
                     "--day-corrections", "60", "--old-share", "0.5", "--backfill-days", "2", "--state",
                     str(tmp_path / "state"), "--out", str(out), "--markdown", str(md)], check=True)
     report = json.loads(out.read_text())
@@ -291,7 +291,7 @@ def test_a_kept_warehouse_is_measured_again_without_a_new_setup(tmp_path: Path):
     data: here the daily run again with the marts switched to copy-on-write, still equal to the
     first run's full refresh, and rewriting data files instead of adding delete files."""
     state = tmp_path / "state"
-    common = [sys.executable, "-m", "pipeline.bench_incremental", "--scales", "3000", "--day-new-items", "50",
+    common = [sys.executable, "-m", "harness.bench_incremental", "--scales", "3000", "--day-new-items", "50",
               "--day-corrections", "60", "--backfill-days", "0", "--state", str(state)]
     subprocess.run([*common, "--phases", "full", "--keep-state", "--out", str(tmp_path / "first.json"),
                     "--markdown", str(tmp_path / "first.md")], check=True)

@@ -1,4 +1,4 @@
-"""Fault injection in the suite: a short run of the harness (`python -m pipeline.chaos`, whose
+"""Fault injection in the suite: a short run of the harness (`python -m harness.chaos`, whose
 default is 24 kill points): daily runs and backfills SIGKILLed at seeded points, each recovered
 and verified against the full refresh. The harness runs its processes on a state folder of its own."""
 
@@ -16,7 +16,7 @@ import pytest
 @pytest.mark.chaos
 def test_daily_runs_and_backfills_killed_at_seeded_points_recover_without_losing_or_duplicating_rows(tmp_path: Path):
     out = tmp_path / "chaos.json"
-    done = subprocess.run([sys.executable, "-m", "pipeline.chaos", "--kills", "4", "--seed", "3",
+    done = subprocess.run([sys.executable, "-m", "harness.chaos", "--kills", "4", "--seed", "3",
                            "--orders-per-day", "10", "--state", str(tmp_path / "state"), "--out", str(out)],
                           env={**os.environ, "PYTHONUNBUFFERED": "1"}, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]

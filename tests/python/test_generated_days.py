@@ -18,7 +18,7 @@ import pytest
 
 from domains import SHOP_ONLY
 from helpers import SHOP_MARTS, Warehouse
-from pipeline.generate import GeneratorConfig, generate
+from sample.generate import GeneratorConfig, generate
 from pipeline.land import land
 
 MARTS = tuple(f"marts.{name}" for name in SHOP_MARTS)

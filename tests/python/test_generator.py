@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.generate import GeneratorConfig, generate
+from sample.generate import GeneratorConfig, generate
 
 pytestmark = pytest.mark.fast
 
@@ -67,7 +67,7 @@ def test_csv_output_lands_under_the_same_contract(tmp_path: Path):
 
 @pytest.mark.parametrize("options", [["--days", "0"], ["--delete-rate", "1.5"]])
 def test_the_command_refuses_bad_options_by_name_and_writes_nothing(options: list[str], tmp_path: Path, capsys):
-    from pipeline.cli import main
+    from sample.__main__ import main
 
     assert main(["generate", "--out", str(tmp_path / "sample"), *options]) == 2
     printed = capsys.readouterr().out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -167,9 +168,6 @@ def test_every_test_the_docs_cite_exists():
     assert not missing, "\n".join(sorted(missing))
 
 
-# harnesses around the product that may name an example: benchmarks, the sample generator and
-# main job, the chaos harness
-HARNESSES = ("bench_*.py", "generate.py", "main_job.py", "chaos.py")
 
 
 def test_the_second_example_is_new_files_only():
@@ -184,11 +182,10 @@ def test_the_second_example_is_new_files_only():
             names |= {table["name"] for table in source.get("tables") or []}
     assert {"rides", "trips", "drivers", "fct_trip", "dim_driver"} <= names, names
     pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names))) + r")\b")
-    harnesses = {path for glob in HARNESSES for path in (PROJECT_DIR / "scripts" / "pipeline").glob(glob)}
     framework = [PROJECT_DIR / "dbt_project.yml", PROJECT_DIR / "profiles" / "profiles.yml",
                  *(PROJECT_DIR / "macros").rglob("*.*"),
                  *(p for p in (PROJECT_DIR / "models").rglob("*.*") if "rides" not in p.parts),
-                 *(p for p in (PROJECT_DIR / "scripts" / "pipeline").rglob("*.py") if p not in harnesses)]
+                 *(PROJECT_DIR / "scripts" / "pipeline").rglob("*.py")]  # the product; harness/, sample/ apart
     named = [f"{path.relative_to(PROJECT_DIR)}:{number}: {line.strip()}"
              for path in framework for number, line in enumerate(path.read_text().splitlines(), 1)
              if pattern.search(line)]
@@ -254,3 +251,16 @@ def test_every_command_states_its_exit_codes_in_its_help_as_the_reference_does()
         helped = " ".join(parser.format_help().split())
         assert f"Exit codes: {EXIT_CODES[name]}." in helped, name
         assert codes(EXIT_CODES[name]) == documented.get(name), (name, EXIT_CODES[name], documented.get(name))
+
+
+def test_the_installed_package_imports_no_harness():
+    """The benchmarks and the fault-injection harness (scripts/harness/), the example's sample and
+    main job (scripts/sample/) import the product; the product (the `pipeline` package pyproject
+    installs) never imports them."""
+    importing = [f"{path.relative_to(PROJECT_DIR)}:{number}: {line.strip()}"
+                 for path in (PROJECT_DIR / "scripts" / "pipeline").rglob("*.py")
+                 for number, line in enumerate(path.read_text().splitlines(), 1)
+                 if re.match(r"\s*(from|import)\s+(harness|sample)\b", line)]
+    assert not importing, "\n".join(importing)
+    installed = tomllib.loads((PROJECT_DIR / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    assert not [p for p in installed if not p.startswith("pipeline")], installed

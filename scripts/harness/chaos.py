@@ -1,6 +1,6 @@
 """Fault injection: SIGKILL the pipeline at seeded points of daily runs and backfills, recover, verify.
 
-    .venv/bin/python -m pipeline.chaos [--kills 24] [--seed 7] [--orders-per-day 20] [--out FILE]
+    .venv/bin/python -m harness.chaos [--kills 24] [--seed 7] [--orders-per-day 20] [--out FILE]
 
 Everything runs on one state folder of its own (a temporary one unless --state), one process at
 a time: embedded Derby admits one JVM per metastore, and a SIGKILL ends the JVM with the process.
@@ -75,7 +75,7 @@ class _Child:
 
     def setup(self, days: int, orders_per_day: int, seed: int) -> None:
         from pipeline import warehouse
-        from pipeline.generate import GeneratorConfig, generate
+        from sample.generate import GeneratorConfig, generate
         from pipeline.land import land
 
         warehouse.reset(self.spark)
@@ -246,7 +246,7 @@ def _child_main(args: argparse.Namespace) -> int:
 def _spawn(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen, queue.Queue]:
     # a session of its own: after the SIGKILL the harness waits for the whole group (the JVM the
     # killed Python started exits on its own once its parent is gone) before the next process
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.chaos", *args], env=env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "harness.chaos", *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     lines: queue.Queue = queue.Queue()
 
@@ -380,7 +380,7 @@ def _describe(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipeline.chaos", description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog="python -m harness.chaos", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kills", type=int, default=24, help="kill points, alternating daily and backfill (default 24)")
     parser.add_argument("--seed", type=int, default=7, help="seed of the data and of the kill points (default 7)")

@@ -1,7 +1,7 @@
 """Benchmark: a 30-window backfill through the in-process runner against a loop of one
 `dbt run --vars` subprocess per window, on the same data, on the same machine, in one run.
 
-    .venv/bin/python -m pipeline.bench_backfill [--days 31] [--orders-per-day 100] [--out FILE]
+    .venv/bin/python -m harness.bench_backfill [--days 31] [--orders-per-day 100] [--out FILE]
 
 Phases, each in its own process (embedded Derby admits one JVM per metastore):
 1. setup: generate and land `--days` days, build, then land corrections stamped before the
@@ -35,7 +35,7 @@ START = date(2025, 1, 1)
 
 def _setup(days: int, orders_per_day: int) -> dict:
     from pipeline.dbt import Dbt
-    from pipeline.generate import GeneratorConfig, generate
+    from sample.generate import GeneratorConfig, generate
     from pipeline.land import land
     from pipeline.spark import get_spark
 
@@ -119,7 +119,7 @@ def _loop() -> dict:
 
 def _child(phase: str, args: argparse.Namespace) -> dict:
     out = Path(args.state) / f"{phase}.json"
-    subprocess.run([sys.executable, "-m", "pipeline.bench_backfill", "--phase", phase, "--state", args.state,
+    subprocess.run([sys.executable, "-m", "harness.bench_backfill", "--phase", phase, "--state", args.state,
                     "--days", str(args.days), "--orders-per-day", str(args.orders_per_day)], check=True)
     return json.loads(out.read_text()) if out.exists() else {}
 

@@ -1,7 +1,7 @@
 """Benchmark: a `dbt run` through the warm Spark Thrift Server of the local cluster against the
 same `dbt run` as a new process on the embedded Spark, on the same data, in one run.
 
-    .venv/bin/python -m pipeline.bench_cluster [--rounds 3] [--days 3] [--orders-per-day 25] [--out FILE]
+    .venv/bin/python -m harness.bench_cluster [--rounds 3] [--days 3] [--orders-per-day 25] [--out FILE]
 
 1. starts the local cluster (`pipeline.cluster`) in a temporary state folder;
 2. the main job on each target (same seeded sample), each in its own state folder;
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         main_job = {}
         for target, env in envs.items():
             started = time.monotonic()
-            _run([sys.executable, "-m", "pipeline.cli", "main", *sample], env)
+            _run([sys.executable, "-m", "sample", "main", *sample], env)
             main_job[target] = time.monotonic() - started
         for _ in range(args.rounds):
             for target, env in envs.items():

@@ -21,7 +21,7 @@ from rich.table import Table
 
 from pipeline import iceberg, paths, warehouse
 from pipeline.dbt import Dbt, DbtError, NodeResult
-from pipeline.generate import GeneratorConfig, generate
+from sample.generate import GeneratorConfig, generate
 from pipeline.land import land
 from pipeline.manifest import incremental_models
 from pipeline.engine import get_engine
