@@ -20,12 +20,13 @@
     A model of the kind whose max_scan_share (config.meta.backfill_safe, else var
     max_scan_share) its daily run exceeded gets `over_share` and a warning here (an error under
     --warn-error). Backfill windows are recorded too (window_start/window_end). Nothing for a
-    dual run's scratch build, for `pipeline explain` (var explain_next_run), for an invocation that ran no model of the kind, or with var
-    record_scans false; when the figures cannot be read (no class on the driver's class path,
+    dual run's scratch build, for an invocation that ran no model of the kind, or with var
+    record_scans false; under `pipeline explain` (var explain_next_run) the figures are written to
+    dbt's log for it (`backfill_safe explain {"reads": ...}`), not recorded; when the figures cannot be read (no class on the driver's class path,
     no table, an error) a log line says so and the run goes on. Cost: one statement to find the
     class, one to read the log, one append (which also reads the targets' snapshot metadata). -#}
 {% macro record_scans(results) %}
-    {% if not execute or var('dual_run_model', none) is not none or backfill_safe.explaining() %}
+    {% if not execute or var('dual_run_model', none) is not none %}
         {{ return('') }}
     {% endif %}
     {% set runs = [] %}
@@ -46,32 +47,30 @@
         {{ return('') }}
     {% endif %}
     {% set control_schema = var('control_schema', 'control') %}
-    {% set unrecorded = "record_scans: what this run read was not recorded: " %}
     {% if not var('record_scans', true) %}
-        {% do log(unrecorded ~ "var record_scans is false", info=true) %}
+        {% do backfill_safe.scans_unrecorded("var record_scans is false") %}
         {{ return('') }}
     {% endif %}
     {% if adapter.get_relation(database=none, schema=control_schema,
                                identifier='run_scans') is none %}
         {#- a backfill's vars skip ensure_control_tables (the runner makes the table) -#}
-        {% do log(unrecorded ~ control_schema ~ ".run_scans does not exist (a daily run of the "
-            ~ "framework's models, or `dbt run-operation ensure_control_tables`, makes it)",
-            info=true) %}
+        {% do backfill_safe.scans_unrecorded(control_schema ~ ".run_scans does not exist (a daily "
+            ~ "run of the framework's models, or `dbt run-operation ensure_control_tables`, makes it)") %}
         {{ return('') }}
     {% endif %}
     {% set found = run_query("select reflect('java.lang.ClassLoader', 'getSystemResource',"
         ~ " 'backfill_safe/ScanLog.class') from values (1)").rows[0][0] %}
     {% if found is none %}
-        {% do log(unrecorded ~ "the class backfill_safe.ScanLog is not on the Spark driver's "
-            ~ "class path (the framework's jar, which scripts/bootstrap.sh builds; "
-            ~ "spark.driver.extraClassPath)", info=true) %}
+        {% do backfill_safe.scans_unrecorded("the class backfill_safe.ScanLog is not on the Spark "
+            ~ "driver's class path (the framework's jar, which scripts/bootstrap.sh builds; "
+            ~ "spark.driver.extraClassPath)") %}
         {{ return('') }}
     {% endif %}
     {% set since = backfill_safe.epoch_ms(run_started_at) %}
     {% set log_json = fromjson(run_query("select java_method('backfill_safe.ScanLog', 'since', '"
         ~ since ~ "') from values (1)").rows[0][0]) %}
     {% if log_json.get('error') %}
-        {% do log(unrecorded ~ log_json.error, info=true) %}
+        {% do backfill_safe.scans_unrecorded(log_json.error) %}
         {{ return('') }}
     {% endif %}
     {% if (log_json.first_execution or 0) > 0 and log_json.oldest is not none
@@ -137,6 +136,17 @@
     {% if ambiguous.n %}
         {% do log("record_scans: " ~ ambiguous.n ~ " scans ran while two model runs did "
             ~ "(threads > 1): given to neither", info=true) %}
+    {% endif %}
+    {#- `pipeline explain`: the reads its compile and staging made, the run's own before its
+        MERGE, are told to it (dbt's log), not recorded as a run -#}
+    {% if backfill_safe.explaining() %}
+        {% for f in figures.values() %}
+            {% do log("backfill_safe explain " ~ tojson({'reads': {
+                'model': f.entry.run.node.name, 'table': f.table, 'iceberg': f.iceberg,
+                'scans': f.scans, 'planned': f.planned, 'largest': f.largest, 'rows': f.rows,
+                'filters': f.filters}}), info=true) %}
+        {% endfor %}
+        {{ return('') }}
     {% endif %}
     {% if figures | length == 0 %}
         {{ return('') }}
@@ -243,4 +253,14 @@
             ~ "(0.25 for a quarter); got " ~ share) }}
     {% endif %}
     {{ return(share) }}
+{% endmacro %}
+
+
+{#- record_scans recorded nothing, and says why in dbt's log; under `pipeline explain` it also
+    tells the explain why it cannot show the reads that ran. -#}
+{% macro scans_unrecorded(reason) %}
+    {% do log("record_scans: what this run read was not recorded: " ~ reason, info=true) %}
+    {% if backfill_safe.explaining() %}
+        {% do log("backfill_safe explain " ~ tojson({'reads_unknown': reason}), info=true) %}
+    {% endif %}
 {% endmacro %}

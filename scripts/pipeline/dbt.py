@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
@@ -39,8 +39,6 @@ class NodeResult:
     execution_time: float = 0.0  # seconds dbt spent executing the node
     attached_node: str | None = None  # a data test's model (unique id), else None
     generic_test: str | None = None  # a generic data test's test (`reconcile_daily_totals`), else None
-    # when dbt began compiling the node and finished executing it (epoch ms), when it did
-    span_ms: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -159,23 +157,8 @@ def _node_results(result: dbtRunnerResult) -> list[NodeResult]:
             execution_time=float(getattr(item, "execution_time", 0.0) or 0.0),
             attached_node=getattr(node, "attached_node", None),
             generic_test=getattr(getattr(node, "test_metadata", None), "name", None),
-            span_ms=_span_ms(getattr(item, "timing", None) or []),
         ))
     return nodes
-
-
-def _span_ms(timing: list) -> tuple[int, int] | None:
-    """The first start and last end of a node's timings (compile, execute), as epoch ms; dbt's
-    times are UTC, naive or not."""
-    starts = [t.started_at for t in timing if getattr(t, "started_at", None)]
-    ends = [t.completed_at for t in timing if getattr(t, "completed_at", None)]
-    if not starts or not ends:
-        return None
-
-    def ms(moment: datetime) -> int:
-        return int((moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp() * 1000)
-
-    return ms(min(starts)), ms(max(ends))
 
 
 def parse_project() -> None:

@@ -6,8 +6,9 @@ compiles as its next run would, which reads for real what the run reads to find 
 then plans, without running them, its select and its MERGE (macro explain_statement, class
 backfill_safe.ScanPlan). What it tells, per model and table:
 - `ran`: the reads the explain itself made to find the scope and stage the select, the very
-  reads the run makes before its MERGE (Spark's scan metrics, class backfill_safe.ScanLog, as
-  `control.run_scans` records them): scans, data files, rows;
+  reads the run makes before its MERGE: the on-run-end hook record_scans computes them as it
+  does for `control.run_scans` and, under the explain, writes them to dbt's log instead of the
+  table: scans, data files, rows;
 - `select` and `merge`, planned: the data files, delete files and partitions Iceberg plans for
   each scan under the filters pushed to it, and those filters (the MERGE's pruning predicates
   on the model's own table). Filters applied only at run time (dynamic pruning of a join) are
@@ -112,8 +113,7 @@ def explain(engine: Sql, dbt, names: list[str]) -> list[Explanation]:
         if not engine.catalog.tableExists(model.relation):
             raise ExplainError(f"{name} has no table {model.relation} yet: its next run is a full build, "
                                "which reads every row of its inputs")
-    [clock] = engine.sql("select java_method('java.lang.System', 'currentTimeMillis') as ms").collect()
-    nodes, lines = dbt.invoke_logging(
+    _, lines = dbt.invoke_logging(
         _LOG_PREFIX, "run", "--select", " ".join(models), "--vars", json.dumps({"explain_next_run": True}))
     records = [json.loads(line) for line in lines]
     totals: dict[str, tuple[int | None, int | None]] = {}
@@ -123,10 +123,12 @@ def explain(engine: Sql, dbt, names: list[str]) -> list[Explanation]:
             totals[table] = _table_totals(engine, table)
         return totals[table]
 
-    ran, ran_unknown = _reads_that_ran(engine, int(clock["ms"]), nodes, models)
+    # what ran: record_scans' figures (its one rule for whose read a scan is), told, not recorded
+    ran = [r["reads"] for r in records if "reads" in r]
+    ran_unknown = next((r["reads_unknown"] for r in records if "reads_unknown" in r), None)
     explained = []
     for name, model in models.items():
-        mine = [r for r in records if r["model"] == name]
+        mine = [r for r in records if r.get("model") == name]
         if not mine:  # nothing skips in silence
             raise RuntimeError(f"dbt ran {name} but it planned nothing: is its MERGE guarded_merge_sql?")
         scans = []
@@ -144,7 +146,8 @@ def explain(engine: Sql, dbt, names: list[str]) -> list[Explanation]:
                     filters=scan["filters"], runtime_filters=scan["runtime_filters"],
                     table_data_files=table_files, table_partitions=table_partitions))
         reads = []
-        for table, figures in sorted(ran.get(name, {}).items()):
+        for figures in sorted((r for r in ran if r["model"] == name), key=lambda r: r["table"]):
+            table = figures["table"]
             table_files, table_partitions = table_totals(table) if figures["iceberg"] else (None, None)
             reads.append(ReadRan(
                 table=table, role="target" if table == model.relation else "source", scans=figures["scans"],
@@ -155,40 +158,6 @@ def explain(engine: Sql, dbt, names: list[str]) -> list[Explanation]:
             statements=tuple((r["statement"], r["detail"]) for r in mine), scans=tuple(scans),
             ran=tuple(reads), ran_unknown=ran_unknown))
     return explained
-
-
-def _reads_that_ran(engine: Sql, since_ms: int, nodes: list, models: dict) -> tuple[dict, str | None]:
-    """Per model and table, the scans the explain's statements ran (backfill_safe.ScanLog), given
-    to the model whose compile-to-execute span holds them, or whose id dbt's query comment names
-    (a Thrift Server); tables of two parts outside the control schema only, as record_scans."""
-
-    [row] = engine.sql(f"select java_method('backfill_safe.ScanLog', 'since', '{since_ms}') as log "
-                       "from values (1)").collect()
-    log = json.loads(row["log"])
-    if log.get("error"):
-        return {}, log["error"]
-    control = "control"  # the Python side knows the default only (as pipeline.iceberg does)
-    spans = {n.unique_id: (n.name, n.span_ms) for n in nodes if n.name in models and n.span_ms}
-    found: dict[str, dict[str, dict]] = {}
-    for scan in log["scans"]:
-        table = scan["table"].lower()
-        if not _TABLE.fullmatch(table) or table.split(".")[0] == control:
-            continue
-        owners = {spans[scan["node_id"]][0]} if scan.get("node_id") in spans else {
-            name for name, (start, end) in spans.values() if start <= scan["submitted"] <= end}
-        if len(owners) != 1:
-            continue
-        figure = found.setdefault(owners.pop(), {}).setdefault(table, {
-            "iceberg": scan["iceberg"], "scans": 0, "planned": 0, "largest": 0, "rows": 0, "filters": []})
-        metrics = scan["metrics"]
-        planned = metrics.get("number of result data files", 0)
-        figure["scans"] += 1
-        figure["planned"] += planned
-        figure["largest"] = max(figure["largest"], planned)
-        figure["rows"] += metrics.get("number of output rows", 0)
-        if scan["filters"] and scan["filters"] not in figure["filters"]:
-            figure["filters"].append(scan["filters"])
-    return found, None
 
 
 def _table_totals(engine: Sql, table: str) -> tuple[int, int | None]:
