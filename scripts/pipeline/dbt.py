@@ -47,6 +47,9 @@ class Freshness:
     status: str
     max_loaded_at: datetime | None
     age_seconds: float | None
+    # the source's declared `freshness:` thresholds in seconds (None: not declared)
+    warn_after_seconds: float | None = None
+    error_after_seconds: float | None = None
 
 
 class Dbt:
@@ -120,7 +123,9 @@ class Dbt:
                 continue
             found.append(Freshness(
                 source=f"{item.node.source_name}.{item.node.name}", status=str(item.status),
-                max_loaded_at=getattr(item, "max_loaded_at", None), age_seconds=getattr(item, "age", None)))
+                max_loaded_at=getattr(item, "max_loaded_at", None), age_seconds=getattr(item, "age", None),
+                warn_after_seconds=_threshold_seconds(item.node, "warn_after"),
+                error_after_seconds=_threshold_seconds(item.node, "error_after")))
         return sorted(found, key=lambda f: f.source)
 
     @staticmethod
@@ -139,6 +144,18 @@ class Dbt:
         if result.exception is not None or not result.success:
             raise DbtError(["ls", *args], [], result.exception)
         return [str(name) for name in result.result or []]
+
+
+_PERIOD_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
+
+
+def _threshold_seconds(source, name: str) -> float | None:
+    """A source's `freshness: {warn_after|error_after: {count, period}}` in seconds, or None."""
+    threshold = getattr(getattr(source, "freshness", None), name, None)
+    count, period = getattr(threshold, "count", None), getattr(threshold, "period", None)
+    if count is None or period is None:
+        return None
+    return float(count) * _PERIOD_SECONDS[str(getattr(period, "value", period))]
 
 
 def _node_results(result: dbtRunnerResult) -> list[NodeResult]:

@@ -7,13 +7,17 @@
 3. Print, per incremental model, what the second run did (from Iceberg snapshots and
    changelog), each watermark before and after, and the reconciliation results.
 The job starts from an empty warehouse (it drops the project's tables) so it can be rerun.
+It prints a line per step and the summary; everything dbt and Spark print goes to a log file
+whose path it prints first (`main` below).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from rich.console import Console
@@ -41,13 +45,13 @@ def run(config: GeneratorConfig, console: Console) -> int:
     days = generate(config, landing)
     console.print(f"[bold]generated[/] {len(days)} days of source versions into {landing} (seed {config.seed})")
 
-    dbt = Dbt()
+    dbt = Dbt(quiet=True)
     spark = get_engine()
     warehouse.reset(spark)
     for folder in days[:-1]:
         land_day(folder)
     console.print(f"[bold]landed[/] days {days[0].name} .. {days[-2].name}")
-    dbt.invoke("build")
+    console.print(_built("first build", dbt.invoke("build"), started))
 
     models = incremental_models()
     before = {m.name: iceberg.current_snapshot_id(spark, m.relation) for m in models}
@@ -61,6 +65,7 @@ def run(config: GeneratorConfig, console: Console) -> int:
     except DbtError as error:
         console.print(f"[red]incremental build failed:[/] {error}")
         return 1
+    console.print(_built("incremental build", results, started))
     watermarks_after = iceberg.watermarks(spark)
 
     table = Table(title=f"incremental run after landing {days[-1].name}")
@@ -77,9 +82,21 @@ def run(config: GeneratorConfig, console: Console) -> int:
     console.print(table)
     console.print(_reconciliation(results))
     console.print(_quarantine(spark))
-    console.print(_freshness(dbt, spark))
+    console.print(_freshness(dbt, spark, sample_clock(config)))
     console.print(f"done in {time.monotonic() - started:.0f} s")
     return 0
+
+
+def _built(step: str, results: list[NodeResult], started: float) -> str:
+    count = {kind: sum(1 for n in results if n.resource_type == kind) for kind in ("model", "seed", "test")}
+    warned = sum(1 for n in results if n.resource_type == "test" and n.status == "warn")
+    return (f"[bold]{step}[/]: {count['model']} models, {count['seed']} seeds, {count['test']} data tests"
+            f" ({warned} warned) in {time.monotonic() - started:.0f} s since the start")
+
+
+def sample_clock(config: GeneratorConfig) -> datetime:
+    """The sample's own 'now': the end of its last generated day (UTC)."""
+    return datetime.combine(config.start_date + timedelta(days=config.days), datetime.min.time(), UTC)
 
 
 def _reconciliation(results: list[NodeResult]) -> Table:
@@ -104,19 +121,37 @@ def _quarantine(spark) -> str:
         f"{r.source_name}.{r.source_table} {r.n} x {r.reason}" for r in rows)
 
 
-def _freshness(dbt: Dbt, spark) -> Table:
-    """`dbt source freshness` on the update timestamps, and each pipeline's watermark lag."""
-    table = Table(title="freshness (dbt source freshness on updated_at; watermark lag = now - watermark)")
+def _freshness(dbt: Dbt, spark, clock: datetime) -> Table:
+    """Each source's latest update (`dbt source freshness` on the update timestamps) and each
+    pipeline's watermark, their age measured against the sample's own clock, not today's: the
+    sample's update times are fixed in the past (its dates are the tests' too), so against today
+    every source would be past its `error_after`. The status applies the source's declared
+    thresholds to that age, as dbt does to the age against now."""
+    table = Table(title=f"freshness against the sample's clock: {clock:%Y-%m-%d %H:%M} UTC")
     for column in ("source / pipeline", "status", "latest update", "age / lag"):
         table.add_column(column)
     for found in dbt.freshness():
-        colour = {"pass": "green", "warn": "yellow"}.get(found.status, "red")
-        table.add_row(found.source, f"[{colour}]{found.status}[/]", _ts(found.max_loaded_at), _age(found.age_seconds))
-    for row in spark.sql("select pipeline_name, watermark_ts, unix_timestamp(current_timestamp())"
+        latest = found.max_loaded_at
+        if latest is None or latest.year == 1:  # dbt's sentinel for a table with no rows
+            table.add_row(found.source, "[dim]no rows landed[/]", "-", "-")
+            continue
+        age = (clock - (latest if latest.tzinfo else latest.replace(tzinfo=UTC))).total_seconds()
+        status = _freshness_status(age, found.warn_after_seconds, found.error_after_seconds)
+        colour = {"pass": "green", "warn": "yellow"}.get(status, "red")
+        table.add_row(found.source, f"[{colour}]{status}[/]", _ts(latest), _age(age))
+    for row in spark.sql(f"select pipeline_name, watermark_ts, unix_timestamp(timestamp'{clock:%Y-%m-%d %H:%M:%S}')"
                          " - unix_timestamp(watermark_ts) as lag from control.etl_watermark order by 1").collect():
         table.add_row(f"pipeline {row.pipeline_name}", "watermark", _ts(row.watermark_ts), _age(row.lag))
-    table.caption = "the sample's update times are in the past on purpose: its sources are stale by design"
+    table.caption = "(the end of the sample's last day; against today's clock its fixed dates are all stale)"
     return table
+
+
+def _freshness_status(age: float, warn_after: float | None, error_after: float | None) -> str:
+    if error_after is not None and age > error_after:
+        return "error"
+    if warn_after is not None and age > warn_after:
+        return "warn"
+    return "pass"
 
 
 def _age(seconds: float | None) -> str:
@@ -130,12 +165,32 @@ def _ts(value: object) -> str:
 
 
 def main(config: GeneratorConfig | None = None) -> int:
-    console = Console(width=None if sys.stdout.isatty() else 160)
-    try:
-        return run(config or GeneratorConfig(), console)
-    except DbtError as error:
-        console.print(f"[red]{error}[/]")
-        return 1
+    """The job for a person at a terminal: the step lines and the summary on the terminal, and
+    everything else (dbt's log lines, the JVM's and Spark's) in `<state>/logs/main_job.log`.
+    Standard output and error are moved to that file at the file-descriptor level before Spark
+    starts, so the JVM (which inherits them) writes there too."""
+    log_path = paths.state_dir() / "logs" / "main_job.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    terminal = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
+    console = Console(file=terminal, width=None if terminal.isatty() else 160)
+    console.print(f"full logs (dbt, Spark): {log_path}")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with log_path.open("a") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            return run(config or GeneratorConfig(), console)
+        except DbtError as error:
+            console.print(f"[red]{error}[/]")
+            console.print(f"the failing statements are in {log_path}")
+            return 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
 
 
 if __name__ == "__main__":
