@@ -396,13 +396,14 @@ def _backfill_command(args: argparse.Namespace) -> int:
                 console.print("nothing to restate: every change up to the restatement window is in the marts")
                 return 0
             console.print(runner.restate_keys(args.select))
-            console.print(runner.impact_table(runner.restate_impact(args.select)))
+            impacts = runner.restate_impact(args.select)
+            console.print(runner.impact_table(impacts))
             console.print(f"restating {len(restatement.windows)} windows: "
                           + ", ".join(f"{w.start} .. {w.end}" for w in restatement.windows))
             if args.dry_run:
                 console.print(runner.dry_run(restatement))
                 return 0
-            run_id = runner.restate(restatement, args.reason, args.select)
+            run_id = runner.restate(restatement, args.reason, impacts)
             for table in runner.status(run_id):
                 console.print(table)
             return 0 if runner.status_of(run_id) == "published" else 1

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from domains import SHOP_ONLY
 from helpers import SHOP_MARTS, Warehouse, item
-from pipeline import iceberg
+from pipeline import cli, iceberg
 from pipeline.backfill.control import Control
 from pipeline.backfill.runner import Backfill, BackfillRefused
 from sample.generate import GeneratorConfig, generate
@@ -308,7 +308,7 @@ def test_maintenance_compacts_keeps_rollback_snapshots_and_rollback_passes_compa
     assert {t: built.table(t) for t in MARTS} == before_tables
 
 
-def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_dates(built: Warehouse):
+def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_dates(built: Warehouse, capsys):
     # the three corrections of 2025-01-01 lines stamped before the window (module fixture) are
     # listed with their dates: the lines in fct_order_item, their orders' totals in fct_orders
     late = built.rows("select model_name, problem, restate_date from audit.audit_unreflected_changes")
@@ -331,10 +331,10 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
 
     # the cost of the missed window, before the restatement: each date's rows and declared
     # measures as the table holds them, and as the restatement will leave them
-    def figures(impact) -> tuple:
-        measures = "".join(f", coalesce(sum({m}), 0)" for m in impact.figures[1:])
-        return tuple(built.rows(f"select count(*){measures} from marts.{impact.model}"
-                                f" where order_date = date'{impact.event_date}'")[0])
+    def figures(model: str, event_date: str, names: tuple[str, ...]) -> tuple:
+        measures = "".join(f", coalesce(sum({m}), 0)" for m in names[1:])
+        return tuple(built.rows(f"select count(*){measures} from marts.{model}"
+                                f" where order_date = date'{event_date}'")[0])
 
     impacts = backfill.restate_impact(None)
     assert [(i.model, str(i.event_date)) for i in impacts] == [("fct_order_item", "2025-01-01"),
@@ -342,17 +342,22 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
     lines, orders = impacts
     assert (lines.keys, lines.figures) == (3, ("rows", "quantity", "net_amount"))
     assert orders.figures == ("rows", "total_quantity", "net_amount")
+    held = {i.model: figures(i.model, "2025-01-01", i.figures) for i in impacts}
     for impact in impacts:
-        assert impact.held == figures(impact), impact
+        assert impact.held == held[impact.model], impact
         assert impact.restated[1:] != impact.held[1:], impact  # the corrections move the date's totals
-    printed = Console(width=300, record=True, file=io.StringIO())
-    printed.print(backfill.impact_table(impacts))
-    assert f"net_amount {lines.held[2]} -> {lines.restated[2]}" in printed.export_text()
 
-    run_id = backfill.restate(plan, "late corrections of 2025-01-01", None)
-    assert backfill.status_of(run_id) == "published"
+    # `pipeline restate` as a user runs it: the keys, the cost per date, then the restatement
+    capsys.readouterr()
+    assert cli.main(["restate", "--batch-days", "7", "--reason", "late corrections of 2025-01-01"]) == 0
+    printed = capsys.readouterr().out
+    assert "the cost of the missed window" in printed
+    assert str(lines.restated[2]) in printed and str(orders.restated[2]) in printed, printed  # announced
+    [(run_id, status)] = [(r.run_id, r.status) for r in built.rows(
+        "select run_id, status from control.backfill_runs where reason = 'late corrections of 2025-01-01'")]
+    assert status == "published"
     for impact in impacts:  # what the dry run said the date would hold, it holds
-        assert figures(impact) == impact.restated, impact
+        assert figures(impact.model, "2025-01-01", impact.figures) == impact.restated, impact
     # and the run keeps the cost per date: before, announced, after (pipeline status RUN_ID)
     recorded = {(r.model_name, str(r.event_date), r.figure): (r.late_keys, r.before_value, r.announced_value,
                                                               r.after_value)

@@ -289,12 +289,12 @@ class Backfill:
                     tuple(row[f"held_{n}"] for n in names), tuple(row[f"should_{n}"] for n in names)))
         return impacts
 
-    def restate(self, plan: Plan, reason: str, select: str | None) -> str:
+    def restate(self, plan: Plan, reason: str, impacts: list[DateImpact]) -> str:
         """Run a restatement (restate_plan) through the backfill machinery, and keep its cost per
-        date: before it starts, each late date's figures as held and as announced
-        (restate_impact); once published, as the table holds them, in
+        date: before it starts, each late date's figures as held and as announced (`impacts`:
+        restate_impact's, which the caller has just shown; figuring them costs a read of the
+        audit view and of each late date); once published, as the table holds them, in
         control.backfill_date_figures (shown by `pipeline status RUN_ID`)."""
-        impacts = self.restate_impact(select)
         run_id = self.start(plan, reason)
         if self.status_of(run_id) != "published":
             return run_id
