@@ -14,5 +14,6 @@
     {%- set loadable -%}
         ({{ backfill_safe.screened_versions(restricted, source_name, table) }})
     {%- endset -%}
-    {{ backfill_safe.latest_version(loadable, key_columns) }}
+    {{ backfill_safe.latest_version(loadable, key_columns,
+        backfill_safe.landing_contract(source_name, table).update_column) }}
 {%- endmacro %}

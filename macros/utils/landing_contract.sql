@@ -1,6 +1,9 @@
 {#- The landing contract of a raw table, as its source declares it in the sources yml (dbt's
     `columns` with `data_type`, and a `backfill_safe` block under the table's config.meta):
-    {source_name, name, relation, unique_key, update_column, columns, quarantine}. The same
+    {source_name, name, relation, unique_key, update_column, columns, column_types (column ->
+    its declared data_type, or none), quarantine}. Only this macro reads the declaration from
+    `graph`: a dbt unit test, whose `graph` is empty, gives the contract as this macro's
+    override (models/staging/shop/_shop__unit_tests.yml). The same
     declaration `pipeline land` reads from the manifest (scripts/pipeline/contract.py, which
     also checks types); a compiler error names a table that does not declare the block, a
     declaration without unique_key, or a key or rule column the table does not declare.
@@ -10,7 +13,7 @@
     {% if not execute %}
         {{ return({'source_name': source_name, 'name': table_name, 'relation': none,
                    'unique_key': ['placeholder_key'], 'update_column': 'updated_at',
-                   'columns': ['placeholder_key', 'updated_at'],
+                   'columns': ['placeholder_key', 'updated_at'], 'column_types': {},
                    'quarantine': []}) }}
     {% endif %}
     {% set declared = [] %}
@@ -32,6 +35,10 @@
     {% endif %}
     {% set src, block = found[0] %}
     {% set columns = src.columns.keys() | list %}
+    {% set column_types = {} %}
+    {% for name, column in src.columns.items() %}
+        {% do column_types.update({name: column.data_type}) %}
+    {% endfor %}
     {% set where = "source " ~ source_name ~ "." ~ table_name ~ " (backfill_safe)" %}
     {% set unique_key = block.get('unique_key') %}
     {% if unique_key is string %}
@@ -51,6 +58,7 @@
     {{ return({'source_name': source_name, 'name': table_name,
                'relation': source(source_name, table_name), 'unique_key': unique_key,
                'update_column': update_column, 'columns': columns,
+               'column_types': column_types,
                'quarantine': block.get('quarantine') or []}) }}
 {% endmacro %}
 

@@ -1,9 +1,10 @@
 {#- Keep one row per key from an append-only table of versions: the version with the greatest
-    `updated_at`; ties go to the later `_loaded_at`, then to a deletion (`is_deleted` true wins),
+    update time (`update_column`: the landing contract's, its source's loaded_at_field); ties
+    go to the later `_loaded_at`, then to a deletion (`is_deleted` true wins),
     then to the greater `_source_file` name, then to the greater hash of the whole row, so the
     winner never depends on physical row order. Exact duplicates collapse to one row.
     `relation` may be a CTE name. Output: the input's columns (plus `_version_rank`, always 1). -#}
-{% macro latest_version(relation, key_columns) -%}
+{% macro latest_version(relation, key_columns, update_column) -%}
     select *
     from (
         select
@@ -11,7 +12,7 @@
             row_number() over (
                 partition by {{ key_columns | join(', ') }}
                 order by
-                    updated_at desc,
+                    {{ update_column }} desc,
                     _loaded_at desc,
                     is_deleted desc,
                     _source_file desc,

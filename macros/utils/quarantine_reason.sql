@@ -22,8 +22,7 @@
     {%- set rules = [] -%}
     {%- for key in contract.unique_key -%}
         {%- do rules.append((key ~ " is null", "null key " ~ key)) -%}
-        {%- set data_type = (backfill_safe.contract_column_type(source_name, table, key)
-            or '') | lower -%}
+        {%- set data_type = (contract.column_types.get(key) or '') | lower -%}
         {%- if data_type in numeric -%}
             {%- do rules.append((key ~ " <= 0", "malformed key " ~ key ~ " (not positive)")) -%}
         {%- endif -%}
@@ -69,15 +68,3 @@
         {%- endfor %}
     end
 {%- endmacro %}
-
-{#- The declared data_type of a column of a source table (none when not declared). -#}
-{% macro contract_column_type(source_name, table, column) %}
-    {% if not execute %}
-        {{ return(none) }}
-    {% endif %}
-    {% for src in graph.sources.values()
-        if src.source_name == source_name and src.name == table and column in src.columns %}
-        {{ return(src.columns[column].data_type) }}
-    {% endfor %}
-    {{ return(none) }}
-{% endmacro %}
