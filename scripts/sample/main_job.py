@@ -88,10 +88,11 @@ def run(config: GeneratorConfig, console: Console) -> int:
 
 
 def _built(step: str, results: list[NodeResult], started: float) -> str:
-    count = {kind: sum(1 for n in results if n.resource_type == kind) for kind in ("model", "seed", "test")}
+    kinds = ("model", "seed", "unit_test", "test")
+    count = {kind: sum(1 for n in results if n.resource_type == kind) for kind in kinds}
     warned = sum(1 for n in results if n.resource_type == "test" and n.status == "warn")
-    return (f"[bold]{step}[/]: {count['model']} models, {count['seed']} seeds, {count['test']} data tests"
-            f" ({warned} warned) in {time.monotonic() - started:.0f} s since the start")
+    return (f"[bold]{step}[/]: {count['model']} models, {count['seed']} seeds, {count['unit_test']} unit tests,"
+            f" {count['test']} data tests ({warned} warned) in {time.monotonic() - started:.0f} s since the start")
 
 
 def sample_clock(config: GeneratorConfig) -> datetime:
