@@ -1,9 +1,9 @@
 {#- The landing contract of a raw table, as its source declares it in the sources yml (dbt's
     `columns` with `data_type`, and a `backfill_safe` block under the table's config.meta):
     {source_name, name, relation, unique_key, update_column, columns, column_types (column ->
-    its declared data_type, or none), quarantine}. Only this macro reads the declaration from
-    `graph`: a dbt unit test, whose `graph` is empty, gives the contract as this macro's
-    override (models/staging/shop/_shop__unit_tests.yml). The same
+    its declared data_type, or none), quarantine}. The staging macros read the declaration only
+    through this macro: a dbt unit test, whose `graph` is empty, gives the contract as this
+    macro's override (models/staging/shop/_shop__unit_tests.yml). The same
     declaration `pipeline land` reads from the manifest (scripts/pipeline/contract.py, which
     also checks types); a compiler error names a table that does not declare the block, a
     declaration without unique_key, or a key or rule column the table does not declare.
