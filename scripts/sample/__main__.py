@@ -14,7 +14,7 @@ from sample import generate as generator
 
 EXIT_CODES = {
     "generate": "0 written; 2 refused (a count below 1, a rate outside 0..1)",
-    "main": "0 done; 1 a dbt invocation failed",
+    "main": "0 done; 1 a dbt invocation failed; 2 the embedded warehouse is in use by another process",
 }
 
 
