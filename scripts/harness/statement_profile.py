@@ -46,7 +46,7 @@ def _timed(kind: str, original, describe, dbt: bool = False):
         finally:
             if dbt:
                 _state["dbt_depth"] -= 1
-            _record(kind, time.perf_counter() - started, describe(args))
+            _record(kind, time.perf_counter() - started, describe(args, kwargs))
     return wrapper
 
 
@@ -61,13 +61,18 @@ def pytest_configure(config) -> None:
     if not path:
         raise SystemExit("harness.statement_profile: set STATEMENT_PROFILE to the JSON-lines file to write")
     _state["out"] = open(path, "a", buffering=1)
-    SparkSession.sql = _timed("sql", SparkSession.sql, lambda a: " ".join(str(a[1]).split()))
-    DataFrame.collect = _timed("collect", DataFrame.collect, lambda a: "")
+    SparkSession.sql = _timed("sql", SparkSession.sql,
+                              lambda a, k: " ".join(str(a[1] if len(a) > 1 else k.get("sqlQuery", "")).split()))
+    DataFrame.collect = _timed("collect", DataFrame.collect, lambda a, k: "")
     for name in ("invoke", "freshness", "ls"):
-        setattr(Dbt, name, _timed("dbt", getattr(Dbt, name), lambda a, n=name: f"{n} {' '.join(map(str, a[1:]))}",
-                                  dbt=True))
-    subprocess.run = _timed("subprocess", subprocess.run,
-                            lambda a: " ".join(map(str, a[0] if isinstance(a[0], list | tuple) else [a[0]]))[-200:])
+        setattr(Dbt, name, _timed("dbt", getattr(Dbt, name),
+                                  lambda a, k, n=name: f"{n} {' '.join(map(str, a[1:]))}", dbt=True))
+
+    def command(a, k) -> str:
+        args = a[0] if a else k.get("args", "")
+        return " ".join(map(str, args if isinstance(args, list | tuple) else [args]))[-200:]
+
+    subprocess.run = _timed("subprocess", subprocess.run, command)
 
 
 def _phase(name: str):
