@@ -15,4 +15,4 @@ if [ ! -x "$PROJECT_DIR/.venv/bin/python" ]; then
 fi
 # this checkout's own pipeline package, whatever the virtualenv's editable install points at
 export PYTHONPATH="$PROJECT_DIR/scripts${PYTHONPATH:+:$PYTHONPATH}"
-exec "$PROJECT_DIR/.venv/bin/python" -m pipeline.cluster "$@"
+exec "$PROJECT_DIR/.venv/bin/python" -m pipeline.cli cluster "$@"

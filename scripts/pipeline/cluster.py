@@ -1,9 +1,12 @@
 """A local Spark standalone cluster with a Spark Thrift Server on it: what the `cluster` target of
 profiles/profiles.yml talks to.
 
-    python -m pipeline.cluster start [--thrift-port N] [--timeout S]   (or: bash scripts/cluster.sh start)
-    python -m pipeline.cluster status
-    python -m pipeline.cluster stop
+    pipeline cluster start [--thrift-port N] [--timeout S]   (or: bash scripts/cluster.sh start)
+    pipeline cluster status
+    pipeline cluster stop
+
+(the command line is pipeline/cli/cluster.py; this module is its Python API: start, stop, info,
+load_state, process_states, alive_worker_ids).
 
 Four JVMs from the pyspark installation, all bound to 127.0.0.1: a master, two workers (one
 core each) and a Thrift Server submitted to the master (its driver runs in this machine's
@@ -20,14 +23,12 @@ finds processes the state file does not name (a worker's executors, an interrupt
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import json
 import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -224,7 +225,7 @@ def info(state_dir: Path | None = None) -> ClusterInfo | None:
     """The running cluster of this state folder, or None (no state file, or none of its processes
     alive)."""
     cdir = cluster_dir(state_dir)
-    state = _load(cdir)
+    state = load_state(cdir)
     if state is None:
         return None
     alive = _tagged_pids(cdir)
@@ -323,7 +324,7 @@ def start(
                          "--hiveconf", f"hive.exec.local.scratchdir={cdir / 'scratch' / 'local'}",
                          "--hiveconf", f"hive.downloaded.resources.dir={cdir / 'scratch' / 'resources'}",
                          "--hiveconf", f"hive.server2.logging.operation.log.location={cdir / 'scratch' / 'operation_logs'}")
-            launcher.wait_for("worker-1", lambda: len(_alive_worker_ids(state)) >= workers,
+            launcher.wait_for("worker-1", lambda: len(alive_worker_ids(state)) >= workers,
                               f"the {workers} workers did not all register with the master")
             launcher.wait_for("thriftserver", lambda: _answers(thrift_port),
                               f"the Thrift Server did not answer on {HOST}:{thrift_port}")
@@ -338,7 +339,7 @@ def stop(state_dir: Path | None = None, *, grace: float = 20.0) -> list[int]:
     (SIGTERM to each process group, SIGKILL after `grace` seconds), and any other process carrying
     the folder's tag; remove the state file. Returns the pids signalled; harmless when nothing runs."""
     cdir = cluster_dir(state_dir)
-    state = _load(cdir)
+    state = load_state(cdir)
     leaders = list(state.pids.values()) if state else []
     thrift = [state.pids["thriftserver"]] if state and "thriftserver" in state.pids else []
     signalled: list[int] = []
@@ -463,7 +464,7 @@ def _tagged_pids(cdir: Path) -> set[int]:
     return found
 
 
-def _alive_worker_ids(state: ClusterInfo) -> list[str]:
+def alive_worker_ids(state: ClusterInfo) -> list[str]:
     try:
         master = _get_json(f"{state.master_ui_url}/json/")
     except (OSError, urllib.error.URLError, ValueError):
@@ -500,7 +501,7 @@ def _reap(pid: int) -> None:
         pass
 
 
-def _load(cdir: Path) -> ClusterInfo | None:
+def load_state(cdir: Path) -> ClusterInfo | None:
     path = cdir / STATE_FILE
     return ClusterInfo.from_json(path.read_text()) if path.is_file() else None
 
@@ -518,73 +519,3 @@ def _start_lock(cdir: Path) -> Iterator[None]:
     with (cdir / "start.lock").open("a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         yield
-
-
-# --- command line ----------------------------------------------------------------------------
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=("start", "stop", "status"),
-                        help="start the cluster, stop it, or show what runs")
-    parser.add_argument("--thrift-port", type=int, default=None,
-                        help=f"port of the Thrift Server (default {DEFAULT_THRIFT_PORT} if free, else a free one)")
-    parser.add_argument("--worker-memory", default="2g", help="memory each worker offers (default %(default)s)")
-    parser.add_argument("--executor-memory", default="1g", help="memory of each executor (default %(default)s)")
-    parser.add_argument("--driver-memory", default="1g", help="memory of the Thrift Server's driver (default %(default)s)")
-    parser.add_argument("--timeout", type=float, default=180.0,
-                        help="seconds the whole start may take (default %(default)s)")
-
-
-def run(args: argparse.Namespace) -> int:
-    """Exit codes: 0 done (status: running), 1 failed (status: not running), 2 refused."""
-    cdir = cluster_dir()
-    if args.action == "start":
-        try:
-            started_at = time.monotonic()
-            state = start(thrift_port=args.thrift_port, worker_memory=args.worker_memory,
-                          executor_memory=args.executor_memory, driver_memory=args.driver_memory,
-                          timeout=args.timeout)
-        except ClusterRefused as error:
-            print(f"refused: {error}", file=sys.stderr)
-            return 2
-        except ClusterError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 1
-        print(f"cluster started in {time.monotonic() - started_at:.0f} s from {cdir}")
-        _print_state(state)
-        print("to run the project on it:")
-        for line in state.exports():
-            print(f"  {line}")
-        return 0
-    if args.action == "stop":
-        stopped = stop()
-        print(f"stopped {len(stopped)} processes of {cdir}" if stopped else f"nothing runs from {cdir}")
-        return 0
-    state = _load(cdir)
-    if state is None or info() is None:
-        print(f"no cluster runs from {cdir}" + (" (stale state file; `stop` removes it)" if state else ""))
-        return 1
-    _print_state(state)
-    workers = _alive_worker_ids(state)
-    print(f"workers ALIVE at the master: {len(workers)} ({', '.join(workers)})")
-    for line in state.exports():
-        print(f"  {line}")
-    return 0
-
-
-def _print_state(state: ClusterInfo) -> None:
-    running = process_states(state)
-    print(f"master        {state.master_url}  web UI {state.master_ui_url}")
-    print(f"thrift server {state.thrift_host}:{state.thrift_port}  web UI {state.thrift_ui_url}")
-    for name, pid in state.pids.items():
-        print(f"  {name:<13} pid {pid:<8} {'running' if running[name] else 'NOT RUNNING':<12} log {state.logs[name]}")
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipeline.cluster", description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

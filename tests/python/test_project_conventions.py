@@ -230,27 +230,55 @@ def test_framework_macros_call_each_other_by_package_name():
 
 def test_every_command_states_its_exit_codes_in_its_help_as_the_reference_does():
     """Each `pipeline` command's --help ends with its exit codes, and they are the codes
-    docs/reference/cli.md gives for it: a code added on one side only fails here."""
-    import argparse
+    docs/reference/cli.md gives for it: a code added on one side only fails here. Every option
+    and every command (the cluster's too) says what it is for in its --help."""
+    import click
 
-    from pipeline.cli import EXIT_CODES, build_parser
+    from pipeline.cli import EXIT_CODES, pipeline
 
     def codes(text: str) -> set[str]:
         return set(re.findall(r"(?:^|: |; |, )([012])\b", text))
 
-    [subparsers] = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
-    commands = subparsers.choices
-    assert set(commands) == set(EXIT_CODES)
+    def helped(command: click.Command, *names: str) -> str:
+        root = click.Context(pipeline, info_name="pipeline")
+        context = click.Context(command, info_name=" ".join(names), parent=root)
+        return " ".join(command.get_help(context).split())
+
+    assert set(pipeline.commands) == set(EXIT_CODES)
     reference = (PROJECT_DIR / "docs" / "reference" / "cli.md").read_text()
     documented = {}
     for section in re.split(r"^## `pipeline ", reference, flags=re.M)[1:]:
         name = re.match(r"[a-z]+", section).group(0)
         stated = re.search(r"Exit: (.*?)(?:\n\n|\Z)", section, re.S)
         documented[name] = codes(stated.group(1)) if stated else set()
-    for name, parser in commands.items():
-        helped = " ".join(parser.format_help().split())
-        assert f"Exit codes: {EXIT_CODES[name]}." in helped, name
+    for name, command in pipeline.commands.items():
+        assert f"Exit codes: {EXIT_CODES[name]}." in helped(command, name), name
         assert codes(EXIT_CODES[name]) == documented.get(name), (name, EXIT_CODES[name], documented.get(name))
+    everything = [(name, c) for name, c in pipeline.commands.items()]
+    everything += [(f"cluster {name}", c) for name, c in pipeline.commands["cluster"].commands.items()]
+    for name, command in everything:
+        assert command.help and command.short_help, f"pipeline {name} has no help"
+        assert "Exit codes: " in (command.epilog or ""), f"pipeline {name} states no exit codes"
+        undocumented = [p.name for p in command.params if isinstance(p, click.Option) and not p.help]
+        assert not undocumented, f"pipeline {name}: options without help: {undocumented}"
+
+
+def test_the_command_line_refuses_a_bad_value_with_usage_and_exit_2(capsys):
+    """click refuses a value of the wrong type or a missing argument before any command runs:
+    exit 2, the usage and the argument named on stderr, nothing on stdout."""
+    from pipeline.cli import EXIT_CODES, main
+
+    assert main(["backfill", "--batch-days", "seven"]) == 2
+    captured = capsys.readouterr()
+    assert "Invalid value for '--batch-days'" in captured.err and "Usage: pipeline backfill" in captured.err
+    assert captured.out == ""
+    assert main(["land"]) == 2
+    assert "Missing argument 'FILES...'" in capsys.readouterr().err
+    assert main(["cluster", "restart"]) == 2
+    assert "No such command 'restart'" in capsys.readouterr().err
+    assert main(["--help"]) == 0
+    listed = capsys.readouterr().out.split("Commands:")[1]
+    assert all(re.search(rf"^  {name} ", listed, re.M) for name in EXIT_CODES), listed
 
 
 def test_the_installed_package_imports_no_harness():

@@ -1,0 +1,122 @@
+"""`pipeline`: the project's command line, on click (a dbt dependency already).
+
+    pipeline land FILE... [--table T]       validate and append files to the raw tables
+    pipeline backfill | status | rollback   windowed, isolated, reversible backfills (see --help)
+    pipeline restate [--select] --reason R  backfill only the dates of rows late beyond their window
+    pipeline compare MODEL                  dual run: full refresh in a scratch schema vs the incremental table
+    pipeline explain MODEL...               what the next daily run of models will read, before it runs
+    pipeline report [--out FILE]            the status page: one static HTML file
+    pipeline maintain [options]             compact small files, expire snapshots, keep backfills reversible
+    pipeline cluster start|stop|status      the local Spark cluster + Thrift Server of the `cluster` target
+
+One module per command group: `land` (landing), `backfills` (backfill, restate, status, rollback),
+`inspection` (compare, explain, report), `maintain`, `cluster`. Each module imports Spark, dbt and
+the product's heavier modules only inside its commands, after the command line is checked.
+The shop example's sample and main job are `python -m sample generate|main` (scripts/sample/).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Callable
+
+import click
+
+# Each command's exit codes, shown at the end of its --help (docs/reference/cli.md says the same,
+# with the cases; a fast test keeps the two in step). Every command also exits 2 when click
+# refuses its command line, and 1 on an exception it does not catch.
+EXIT_CODES = {
+    "land": "0 landed (or skipped); 2 a file or the contract refused, nothing appended",
+    "backfill": "0 published, dry run printed, or abandoned; 1 the gate or a window failed; "
+                "2 refused (bad argument, another run holds the lock, main moved)",
+    "restate": "0 published, nothing to restate, or dry run; 1 the restatement's backfill did not publish, "
+               "or dbt failed; 2 refused (a bad argument, a model without a declaration, the audit view missing "
+               "or not covering a model, a model not built or not auditable, or a backfill refusal)",
+    "status": "0 shown; 2 a malformed or unknown run id",
+    "rollback": "0 rolled back; 2 refused (the run is not published, or a table's main moved since)",
+    "compare": "0 equal; 1 any difference, or dbt failed; 2 refused (not a model of the kind, no table, "
+               "bad scratch schema, unrouted dual run, different columns)",
+    "explain": "0 explained; 1 dbt failed; 2 refused (not a model of the framework's kind, no table yet)",
+    "report": "0 written; 2 --days or --runs out of range",
+    "maintain": "0 done; 2 refused (bad table name or argument)",
+    "cluster": "start: 0 started, 1 failed, 2 refused (already running, stray processes, port in use); "
+               "stop: 0; status: 0 running, 1 not running",
+}
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
+
+
+def command(group: click.Group, name: str, **kwargs):
+    """`group.command(name)` whose --help ends with the command's exit codes (EXIT_CODES)."""
+    return group.command(name, epilog=f"Exit codes: {EXIT_CODES[name]}.", **kwargs)
+
+
+def refusing(refusals: Callable[[], tuple[type[Exception], ...]]):
+    """Decorate a command whose body takes the console as `out`: the exceptions `refusals()` returns
+    (imported when the command runs, not when the command line is built) print `refused:` and exit 2;
+    a failed dbt invocation prints `failed:` and exits 1."""
+
+    def decorate(body: Callable[..., int]) -> Callable[..., int]:
+        @functools.wraps(body)
+        def run(*args, **kwargs) -> int:
+            from pipeline.dbt import DbtError
+
+            refused = refusals()
+            out = kwargs["out"] = console()
+            try:
+                return body(*args, **kwargs)
+            except refused as error:
+                out.print(f"[red]refused:[/] {error}")
+                return 2
+            except DbtError as error:
+                out.print(f"[red]failed:[/] {error}")
+                return 1
+
+        return run
+
+    return decorate
+
+
+def console():
+    """The rich console commands print their tables on (wide when not a terminal, as in CI logs)."""
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 160)
+
+
+@click.group(name="pipeline", context_settings=CONTEXT,
+             epilog="Every command: 2 when its command line is refused (usage on stderr) or another process "
+                    "holds the embedded warehouse; 1 on an exception it does not catch. "
+                    "Reference: docs/reference/cli.md.")
+def pipeline() -> None:
+    """Tooling around the backfill_safe dbt project on Spark + Iceberg: landing, backfills,
+    restatements, dual runs, explain, the status page, maintenance and the local cluster."""
+
+
+def _register() -> None:
+    from pipeline.cli import backfills, cluster, inspection, land, maintain
+
+    for module in (land, backfills, inspection, maintain, cluster):
+        module.register(pipeline)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line `argv` (default: the process's) and return its exit code."""
+    from pipeline.spark import WarehouseBusy
+
+    try:
+        code = pipeline.main(args=argv, prog_name="pipeline", standalone_mode=False)
+    except click.ClickException as error:
+        error.show()
+        return error.exit_code
+    except click.Abort:
+        click.echo("aborted", err=True)
+        return 1
+    except WarehouseBusy as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return code or 0

@@ -1,0 +1,38 @@
+"""`pipeline land`: validate files against the landing contract and append them to the raw tables."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from pipeline.cli import command
+
+
+def register(group: click.Group) -> None:
+    @command(group, "land", short_help="Validate files against the raw contract and append them.")
+    @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+    @click.option("--table", metavar="T",
+                  help="Raw table to append every file to, as table or source.table (default: from each file's "
+                       "name); the raw tables are the sources declaring config.meta.backfill_safe.")
+    def land(files: tuple[Path, ...], table: str | None) -> int:
+        """Validate FILES (Parquet or CSV files, or day folders holding them) against the raw contract,
+        then append each in one Iceberg commit, stamped and logged in control.landed_files. A file
+        already landed into its table is skipped. Runs `dbt parse` first: the contract is the sources
+        yml as it is now."""
+        from pipeline.dbt import Dbt
+        from pipeline.engine import get_engine
+        from pipeline.land import LandingError, land as land_files
+
+        paths = [f for p in files for f in (sorted(p.iterdir()) if p.is_dir() else [p])]
+        try:
+            engine = get_engine()
+            Dbt(quiet=True).invoke("parse")
+            for landed in land_files(engine, paths, table=table):
+                note = "already landed, skipped" if landed.skipped else f"{landed.rows} rows"
+                print(f"{landed.path} -> {landed.relation} ({landed.table}): {note}")
+        except LandingError as error:
+            print(f"error: {error}; nothing was appended", file=sys.stderr)
+            return 2
+        return 0

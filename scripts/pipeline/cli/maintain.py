@@ -1,0 +1,58 @@
+"""`pipeline maintain`: compact small files and expire snapshots, keeping every backfill reversible."""
+
+from __future__ import annotations
+
+import click
+
+from pipeline.cli import command, console
+
+
+def register(group: click.Group) -> None:
+    @command(group, "maintain", short_help="Compact small files, expire snapshots, keep backfills reversible.")
+    @click.option("--tables", metavar="T",
+                  help="schema.table names, space or comma separated. Default: every Iceberg table of the raw "
+                       "and marts schemas.")
+    @click.option("--no-compact", is_flag=True, help="Only expire snapshots.")
+    @click.option("--expire-days", type=int, default=7, show_default=True, metavar="N",
+                  help="Expire snapshots older than N days; -1 expires nothing.")
+    @click.option("--retain-last", type=int, default=5, show_default=True, metavar="N",
+                  help="Always keep the newest N snapshots of each table.")
+    def maintain(tables: str | None, no_compact: bool, expire_days: int, retain_last: int) -> int:
+        """Compact small files (Iceberg rewrite_data_files) and expire snapshots older than
+        --expire-days (expire_snapshots) of the raw and mart tables. Tables held by a running
+        backfill are skipped; snapshots a published backfill's rollback still needs are kept."""
+        import re
+        from datetime import timedelta
+
+        from rich.table import Table
+
+        from pipeline.iceberg import TABLE_NAME  # pyspark's Python side only: no JVM yet
+
+        out = console()
+        names = [t for t in re.split(r"[\s,]+", tables or "") if t]
+        bad = [t for t in names if not TABLE_NAME.fullmatch(t)]
+        if bad or expire_days < -1 or retain_last < 1:
+            problem = (f"--tables {bad[0]!r} is not a schema.table name" if bad else
+                       "--expire-days must be -1 or more" if expire_days < -1 else "--retain-last must be at least 1")
+            out.print(f"[red]refused:[/] {problem}")
+            return 2
+        from pipeline.engine import get_engine
+        from pipeline.maintain import maintain as run_maintenance
+
+        try:
+            results = run_maintenance(get_engine(), names or None, compact=not no_compact,
+                                      expire_older_than=None if expire_days < 0 else timedelta(days=expire_days),
+                                      retain_last=retain_last)
+        except ValueError as error:
+            out.print(f"[red]refused:[/] {error}")
+            return 2
+        table = Table(title="maintenance")
+        for column in ("table", "data files before", "after", "rewritten", "delete files before", "after",
+                       "snapshots expired", "note"):
+            table.add_column(column)
+        for r in results:
+            note = r.skipped or (f"kept snapshots for rollback of {r.kept_for_rollback}" if r.kept_for_rollback else "")
+            table.add_row(r.table, str(r.files_before), str(r.files_after), str(r.rewritten_files),
+                          str(r.delete_files_before), str(r.delete_files_after), str(r.expired_snapshots), note)
+        out.print(table)
+        return 0
