@@ -23,6 +23,7 @@
             backfill's branch (use_backfill_branch); after it, rule 2's watermark, then the
             staged source dropped. dbt appends them after hooks the model declares itself. -#}
         {% do config(
+            tags=['backfill_safe'],
             pre_hook=["{{ backfill_safe.use_backfill_branch() }}"],
             post_hook=["{{ backfill_safe.advance_watermark() }}",
                        "{{ backfill_safe.drop_staged_merge_source() }}"]) %}

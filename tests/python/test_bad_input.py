@@ -244,3 +244,33 @@ def test_dbt_unit_tests_prove_the_staging_keeps_the_latest_loadable_version(ware
         "stg_shop__order_items_keeps_the_latest_loadable_version_of_each_line": "pass",
         "stg_shop__order_items_ranks_versions_by_the_contracts_update_column": "pass",
         "stg_rides__trips_loads_only_versions_that_break_no_landing_rule": "pass"}
+
+
+def test_an_incremental_run_refuses_a_select_whose_types_drifted_from_its_table(warehouse: Warehouse):
+    """The examples' marts declare `on_schema_change: fail` and an enforced contract: each
+    incremental run's select is compared with the table (the framework's `_is_deleted` flag, which
+    the MERGE consumes, left out: spark__check_for_schema_changes), so a table whose column type
+    no longer matches the select stops the run, naming the column, and nothing is written; a full
+    refresh creates the table again under the contract's types."""
+    wh = warehouse
+    wh.land(products=[product(1, "2024-12-01 00:00", unit_cost="5.00")])
+    wh.dbt_run("--select", "+dim_product")
+    wh.land(products=[product(1, "2024-12-02 00:00", unit_cost="6.00")])
+    wh.dbt_run("--select", "dim_product")  # the flag in the select is not a schema change
+    assert {r.unit_cost for r in wh.rows("select unit_cost from marts.dim_product where product_id = 1")} == {
+        Decimal("5.00"), Decimal("6.00")}
+
+    wh.spark.sql("alter table marts.dim_product alter column unit_cost type decimal(14,2)")
+    before = wh.snapshot_id("marts.dim_product")
+    wh.land(products=[product(1, "2024-12-03 00:00", unit_cost="7.00")])
+    [result] = [r for r in wh.dbt.invoke("run", "--select", "dim_product", check=False) if r.name == "dim_product"]
+    assert result.status == "error", result
+    assert "out of sync" in result.message and "unit_cost" in result.message, result.message
+    assert "_is_deleted" not in result.message, result.message
+    assert wh.snapshot_id("marts.dim_product") == before
+
+    wh.dbt_run("--full-refresh", "--select", "dim_product")
+    [column] = [r for r in wh.rows("describe table marts.dim_product") if r.col_name == "unit_cost"]
+    assert column.data_type == "decimal(12,2)"
+    assert {r.unit_cost for r in wh.rows("select unit_cost from marts.dim_product where product_id = 1")} == {
+        Decimal("5.00"), Decimal("6.00"), Decimal("7.00")}
