@@ -10,6 +10,18 @@
       (a dimension) is restated whole in a backfill: the MERGE still writes only changed rows.
     - Full build / full refresh: none. -#}
 {% macro incremental_scope(domain, event_date_column=none, unique_key=none, awaiting=none) %}
+    {#- a declared model's lookback lives in two places: its declaration (the scope keys, the
+        audit) and this argument (the select's filter); two values would make the audit and
+        the run disagree on what the window covers -#}
+    {% set declared = ((model.config.meta or {}).get('backfill_safe') or {}).get('lookback')
+        if execute and model is not none and model.config is defined else none %}
+    {% if declared is not none and declared != domain %}
+        {{ exceptions.raise_compiler_error(
+            "model " ~ model.name ~ " (" ~ model.original_file_path ~ "): incremental_scope("
+            ~ domain ~ ") and config.meta.backfill_safe.lookback (" ~ declared ~ ") name "
+            ~ "different lookbacks; the declaration drives the scope keys and the audit, the "
+            ~ "argument the select's filter: give both the same value") }}
+    {% endif %}
     {% set window = backfill_safe.backfill_window() %}
     {% if window is not none and is_incremental() %}
         {% if event_date_column is none %}

@@ -23,6 +23,7 @@ import pytest
 from domains import SHOP_ONLY
 from helpers import Warehouse, customer, empty_warehouse, item, order, product, ts, write_parquet
 from pipeline import contract
+from pipeline.dbt import DbtError
 from pipeline.land import LandingError, land
 
 ORDERS_HEADER = "order_id,customer_id,channel,status,ordered_at,updated_at,is_deleted\n"
@@ -274,3 +275,16 @@ def test_an_incremental_run_refuses_a_select_whose_types_drifted_from_its_table(
     assert column.data_type == "decimal(12,2)"
     assert {r.unit_cost for r in wh.rows("select unit_cost from marts.dim_product where product_id = 1")} == {
         Decimal("5.00"), Decimal("6.00"), Decimal("7.00")}
+
+
+def test_a_model_whose_scope_and_declaration_name_different_lookbacks_is_refused(warehouse: Warehouse):
+    """The lookback a declared model passes to incremental_scope (its select's filter) and the one
+    its declaration names (the scope keys, the audit) must agree: two values fail the compile,
+    naming the model and both values, before any statement of the model runs."""
+    agreeing = ("{{ config(meta={'backfill_safe': {'lookback': 3}}) }}"
+                "{% set scope = backfill_safe.incremental_scope(3) %} select 1 as one")
+    warehouse.dbt.invoke("compile", "--inline", agreeing)
+    with pytest.raises(DbtError) as refused:
+        warehouse.dbt.invoke("compile", "--inline", agreeing.replace("incremental_scope(3)", "incremental_scope(2)"))
+    message = str(refused.value)
+    assert "incremental_scope(2) and config.meta.backfill_safe.lookback (3) name different lookbacks" in message, message

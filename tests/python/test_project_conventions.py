@@ -319,6 +319,9 @@ def test_the_command_line_refuses_a_bad_value_with_usage_and_exit_2(capsys):
     assert "Missing argument 'FILES...'" in capsys.readouterr().err
     assert main(["cluster", "restart"]) == 2
     assert "No such command 'restart'" in capsys.readouterr().err
+    # a value in range is the command's own check, still before Spark starts
+    assert main(["report", "--days", "0"]) == 2
+    assert capsys.readouterr().out.startswith("refused: --days must be 1..366")
     assert main(["--help"]) == 0
     listed = capsys.readouterr().out.split("Commands:")[1]
     assert all(re.search(rf"^  {name} ", listed, re.M) for name in EXIT_CODES), listed

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from pipeline.cli import command, refusing
+from pipeline.cli import command, console, refusing
 
 _JSON = click.Path(dir_okay=False, writable=True, path_type=Path)
 
@@ -89,7 +88,7 @@ def register(group: click.Group) -> None:
         """Write the status page, one static HTML file: freshness, watermarks, runs, daily totals,
         backfills, alerts."""
         if not 1 <= days <= 366 or not 1 <= runs <= 1000:
-            print("refused: --days must be 1..366 and --runs 1..1000", file=sys.stderr)
+            console().print(f"[red]refused:[/] --days must be 1..366 and --runs 1..1000 (got {days} and {runs})")
             return 2
         from pipeline import paths, report as status_page
         from pipeline.dbt import Dbt
