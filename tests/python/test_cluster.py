@@ -139,7 +139,11 @@ def test_a_build_and_a_backfill_through_the_thrift_server_equal_the_embedded_mai
     assert landed.returncode == 0, landed.stdout[-4000:] + landed.stderr[-3000:]
     # the shop's models and data tests: the rides example's add a quarter of the statements, each
     # a round trip to the Thrift Server, and prove nothing more about the engine (embedded tiers)
-    running.dbt(tmp_path, "build", "--selector", "shop_example")  # selectors.yml
+    built = running.dbt(tmp_path, "build", "--selector", "shop_example")  # selectors.yml
+    # the shop's dbt unit tests ran through the Thrift Server too (macros/tests/unit.sql)
+    for unit_test in ("stg_shop__order_items_keeps_the_latest_loadable_version_of_each_line",
+                      "stg_shop__order_items_ranks_versions_by_the_contracts_update_column"):
+        assert re.search(rf"PASS \S*{unit_test}\b", built.stdout), built.stdout[-4000:]
     on_cluster = mart_checksums(running.query)
     assert all(on_cluster[t][0] > 0 for t in SHOP_MARTS), on_cluster
     # the watermark advanced through the Thrift Server, to the greatest update time landed

@@ -30,11 +30,16 @@ def test_every_model_is_documented_in_its_folder_yml():
 def test_every_macro_is_documented_and_named_after_its_file():
     for sql in (PROJECT_DIR / "macros").rglob("*.sql"):
         text = sql.read_text()
-        assert f"macro {sql.stem}(" in text or f"test {sql.stem}(" in text, f"{sql}: macro name != file name"
+        materialization = re.search(rf"materialization {sql.stem}, adapter='(\w+)'", text)
+        assert f"macro {sql.stem}(" in text or f"test {sql.stem}(" in text or materialization, \
+            f"{sql}: macro name != file name"
         ymls = list(sql.parent.glob("_*.yml"))
         documented = {m["name"] for y in ymls for m in (yaml.safe_load(y.read_text()).get("macros") or [])}
-        # dbt documents a generic test `x` as the macro `test_x`
-        assert {sql.stem, f"test_{sql.stem}"} & documented, f"{sql.stem} undocumented in {sql.parent}"
+        # dbt documents a generic test `x` as the macro `test_x`, a materialization `x` for an
+        # adapter `a` as `materialization_x_a`
+        names = {sql.stem, f"test_{sql.stem}"} | (
+            {f"materialization_{sql.stem}_{materialization.group(1)}"} if materialization else set())
+        assert names & documented, f"{sql.stem} undocumented in {sql.parent}"
 
 
 def test_every_primary_key_is_tested_unique_and_not_null():
