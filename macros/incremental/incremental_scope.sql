@@ -11,11 +11,12 @@
     - Full build / full refresh: none. -#}
 {% macro incremental_scope(domain, event_date_column=none, unique_key=none, awaiting=none) %}
     {#- a declared model's lookback lives in two places: its declaration (the scope keys, the
-        audit) and this argument (the select's filter); two values would make the audit and
-        the run disagree on what the window covers -#}
+        audit) and this argument (the select's filter); two windows would make the audit and
+        the run disagree on what they cover (a domain and its days are the same window) -#}
     {% set declared = ((model.config.meta or {}).get('backfill_safe') or {}).get('lookback')
         if execute and model is not none and model.config is defined else none %}
-    {% if declared is not none and declared != domain %}
+    {% if declared is not none and declared != domain
+        and backfill_safe.lookback_days(declared) != backfill_safe.lookback_days(domain) %}
         {{ exceptions.raise_compiler_error(
             "model " ~ model.name ~ " (" ~ model.original_file_path ~ "): incremental_scope("
             ~ domain ~ ") and config.meta.backfill_safe.lookback (" ~ declared ~ ") name "

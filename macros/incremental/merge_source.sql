@@ -35,6 +35,23 @@
         select * from {{ live }}
     {% else %}
         {% set columns = adapter.get_columns_in_relation(this) | map(attribute='name') | list %}
+        {#- the select is written with the table's column names, so a column added to (or
+            dropped from) the model would be silently left out (or fail in Spark's analysis):
+            the model's yml columns are compared with the table's first. `changes` needs them
+            (every mart documents all of them); without `changes` they are compared when the
+            yml declares columns (a model with an enforced contract must) -#}
+        {% set declared = model.columns.keys() | list %}
+        {% if declared or changes is not none %}
+            {% set missing = columns | reject('in', declared) | list %}
+            {% set extra = declared | reject('in', columns) | list %}
+            {% if not declared or missing or extra %}
+                {{ exceptions.raise_compiler_error(
+                    "model " ~ this ~ ": its select no longer matches the table (table columns "
+                    ~ "the model does not declare in its yml: " ~ missing ~ ", declared columns "
+                    ~ "the table has not: " ~ extra ~ "). Rebuild it with --full-refresh, or "
+                    ~ "migrate the table first.") }}
+            {% endif %}
+        {% endif %}
         {% if changes is none %}
         select
             {%- for column in columns %}
@@ -51,19 +68,6 @@
         {% if unique_key is none %}
             {{ exceptions.raise_compiler_error(
                 "model " ~ this ~ ": merge_source(changes=...) needs the unique_key") }}
-        {% endif %}
-        {#- `changes` is read by the table's column names, so the model's columns are taken from
-            its yml (every mart documents all of them; a test keeps yml and table equal): a model
-            whose columns changed fails here with what to do, not with a Spark analysis error -#}
-        {% set declared = model.columns.keys() | list %}
-        {% set missing = columns | reject('in', declared) | list %}
-        {% set extra = declared | reject('in', columns) | list %}
-        {% if not declared or missing or extra %}
-            {{ exceptions.raise_compiler_error(
-                "model " ~ this ~ ": its select no longer matches the table (table columns the "
-                ~ "model does not declare in its yml: " ~ missing ~ ", declared columns the table "
-                ~ "has not: " ~ extra ~ "). Rebuild it with --full-refresh, or migrate the table "
-                ~ "first.") }}
         {% endif %}
         select
             {%- for column in columns %}

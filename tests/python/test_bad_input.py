@@ -276,14 +276,27 @@ def test_an_incremental_run_refuses_a_select_whose_types_drifted_from_its_table(
     assert {r.unit_cost for r in wh.rows("select unit_cost from marts.dim_product where product_id = 1")} == {
         Decimal("5.00"), Decimal("6.00"), Decimal("7.00")}
 
+    # a column the model declares and the table lost (the last one: the metastore refuses to
+    # shift the others): the select is written with the table's columns, so it would merge
+    # without it; the yml is compared with the table first
+    wh.spark.sql("alter table marts.dim_product drop column updated_at")
+    before = wh.snapshot_id("marts.dim_product")
+    wh.land(products=[product(1, "2024-12-04 00:00", unit_cost="8.00")])
+    [result] = [r for r in wh.dbt.invoke("run", "--select", "dim_product", check=False) if r.name == "dim_product"]
+    assert result.status == "error", result
+    assert "declared columns the table has not: ['updated_at']" in result.message, result.message
+    assert wh.snapshot_id("marts.dim_product") == before
+
 
 def test_a_model_whose_scope_and_declaration_name_different_lookbacks_is_refused(warehouse: Warehouse):
     """The lookback a declared model passes to incremental_scope (its select's filter) and the one
-    its declaration names (the scope keys, the audit) must agree: two values fail the compile,
-    naming the model and both values, before any statement of the model runs."""
+    its declaration names (the scope keys, the audit) must agree: two windows fail the compile,
+    naming the model and both values, before any statement of the model runs. A domain of var
+    lookback_days and its days (sales: 3) are the same window."""
     agreeing = ("{{ config(meta={'backfill_safe': {'lookback': 3}}) }}"
                 "{% set scope = backfill_safe.incremental_scope(3) %} select 1 as one")
     warehouse.dbt.invoke("compile", "--inline", agreeing)
+    warehouse.dbt.invoke("compile", "--inline", agreeing.replace("'lookback': 3", "'lookback': 'sales'"))
     with pytest.raises(DbtError) as refused:
         warehouse.dbt.invoke("compile", "--inline", agreeing.replace("incremental_scope(3)", "incremental_scope(2)"))
     message = str(refused.value)

@@ -307,11 +307,13 @@ def test_every_command_states_its_exit_codes_in_its_help_as_the_reference_does()
     for name, command in everything:
         assert command.help and command.short_help, f"pipeline {name} has no help"
         assert "Exit codes: " in (command.epilog or ""), f"pipeline {name} states no exit codes"
+        if name.startswith("cluster "):  # each subcommand's codes are among the group's
+            assert codes(command.epilog.split("Exit codes: ")[1]) <= codes(EXIT_CODES["cluster"]), name
         undocumented = [p.name for p in command.params if isinstance(p, click.Option) and not p.help]
         assert not undocumented, f"pipeline {name}: options without help: {undocumented}"
 
 
-def test_the_command_line_refuses_a_bad_value_with_usage_and_exit_2(capsys):
+def test_the_command_line_refuses_a_bad_value_with_usage_and_exit_2(capsys, monkeypatch):
     """click refuses a value of the wrong type or a missing argument before any command runs:
     exit 2, the usage and the argument named on stderr, nothing on stdout."""
     from pipeline.cli import EXIT_CODES, main
@@ -325,6 +327,12 @@ def test_the_command_line_refuses_a_bad_value_with_usage_and_exit_2(capsys):
     assert main(["cluster", "restart"]) == 2
     assert "No such command 'restart'" in capsys.readouterr().err
     # a value in range is the command's own check, still before Spark starts
+    import pipeline.engine
+
+    def no_spark(*args, **kwargs):
+        raise AssertionError("Spark was asked for before the command line was checked")
+
+    monkeypatch.setattr(pipeline.engine, "get_engine", no_spark)
     assert main(["report", "--days", "0"]) == 2
     assert capsys.readouterr().out.startswith("refused: --days must be 1..366")
     assert main(["--help"]) == 0

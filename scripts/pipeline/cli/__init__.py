@@ -11,7 +11,8 @@
 
 One module per command group: `land` (landing), `backfills` (backfill, restate, status, rollback),
 `inspection` (compare, explain, report), `maintain`, `cluster`. Each module imports Spark, dbt and
-the product's heavier modules only inside its commands, after the command line is checked.
+the product's modules that start Spark or dbt only inside its commands, after the command line
+is checked.
 The shop example's sample and main job are `python -m sample generate|main` (scripts/sample/).
 """
 
@@ -113,9 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as error:
         error.show()
         return error.exit_code
-    except click.Abort:
+    except click.Abort:  # Ctrl-C: the shell's code for SIGINT, not a command's failure (1)
         click.echo("aborted", err=True)
-        return 1
+        return 130
     except WarehouseBusy as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

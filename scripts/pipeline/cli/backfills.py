@@ -89,7 +89,9 @@ def register(group: click.Group) -> None:
         return _show_run(runner, out, runner.start(plan, reason))
 
     @command(group, "restate", short_help="Backfill only the dates of rows late beyond their window.")
-    @click.option("--select", metavar="MODELS", help=_SELECT + "restrict to these facts. Default: every declared model.")
+    @click.option("--select", metavar="MODELS",
+                  help="Declared models to restrict to, space or comma separated (no graph operators: nothing "
+                       "downstream is added). Default: every declared model.")
     @click.option("--batch-days", type=int, default=7, show_default=True,
                   help="Largest window in days; consecutive dates share windows.")
     @_reason
