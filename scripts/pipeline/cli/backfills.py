@@ -10,7 +10,6 @@ import click
 
 from pipeline.cli import command, refusing
 
-_SELECT = "Model names, space or comma separated, optionally with dbt's + operators; "
 _reason = click.option("--reason", metavar="TEXT",
                        help="Why history is rewritten; required unless --dry-run, recorded with the run.")
 
@@ -41,8 +40,8 @@ def register(group: click.Group) -> None:
     @click.option("--start", metavar="YYYY-MM-DD", help="First event date (inclusive).")
     @click.option("--end", metavar="YYYY-MM-DD", help="Last event date (exclusive).")
     @click.option("--select", metavar="MODELS",
-                  help=_SELECT + "everything downstream of them is included. Default: every incremental model "
-                       "of the framework's kind.")
+                  help="Model names, space or comma separated, optionally with dbt's + operators; everything "
+                       "downstream of them is included. Default: every incremental model of the framework's kind.")
     @click.option("--batch-days", type=int, default=7, show_default=True,
                   help="Days per window, at most the project var backfill_max_batch_days.")
     @_reason
