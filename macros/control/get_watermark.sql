@@ -1,7 +1,7 @@
 {#- A pipeline's stored high-water mark (a datetime), or none when the pipeline has never
     committed a load. `column`: watermark_ts (the watermark itself) or last_run_started_at (when
-    the pipeline's last committed run started: changed_versions_predicate). Only reads, once per
-    invocation (memoized_rows); returns none at parse time. -#}
+    the pipeline's last committed run started: changed_versions_predicate). Only reads: one query
+    of every pipeline's row per invocation (memoized_rows); returns none at parse time. -#}
 {% macro get_watermark(pipeline_name, column='watermark_ts') %}
     {% if not execute %}
         {{ return(none) }}
@@ -10,13 +10,14 @@
         {{ exceptions.raise_compiler_error(
             "get_watermark: column must be watermark_ts or last_run_started_at, got " ~ column) }}
     {% endif %}
-    {#- memoized: a model's select, MERGE and post-hook all ask; commit_watermarks forgets -#}
+    {#- one read of every pipeline's row per invocation (memoized_rows): each model's select,
+        MERGE and post-hook ask for their own; commit_watermarks forgets it -#}
+    {% set wanted = backfill_safe.validated_identifier(pipeline_name) %}
     {% set rows = backfill_safe.memoized_rows(
-        "select " ~ column ~ " from " ~ backfill_safe.watermark_relation()
-        ~ " where pipeline_name = '" ~ backfill_safe.validated_identifier(pipeline_name) ~ "'"
-    ) %}
-    {% if rows | length == 0 %}
-        {{ return(none) }}
-    {% endif %}
-    {{ return(rows[0][0]) }}
+        "select pipeline_name, watermark_ts, last_run_started_at from "
+        ~ backfill_safe.watermark_relation()) %}
+    {% for row in rows if row[0] == wanted %}
+        {{ return(row[1] if column == 'watermark_ts' else row[2]) }}
+    {% endfor %}
+    {{ return(none) }}
 {% endmacro %}
