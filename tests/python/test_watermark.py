@@ -96,7 +96,7 @@ def test_a_run_commits_the_watermarks_of_all_its_models_in_one_statement_at_its_
 def test_a_test_in_the_same_build_reads_the_watermark_its_model_advanced(base: Warehouse):
     # line 101/1 corrected at 01-08 00:00 and loaded (inside the window of the 01-10 10:00 watermark)
     base.land(order_items=[item(101, 1, "2025-01-08 00:00", quantity=7)])
-    base.dbt_run()
+    base.dbt_run("--select", "fct_order_item")
     assert base.fact_lines()[(101, 1)].quantity == 7
     # then the table's row goes wrong behind the framework's back, stamped 01-07 12:00: with the
     # stored watermark's window (from 01-07 10:00) the next daily run would still mend it, so it is
@@ -118,7 +118,7 @@ def test_a_test_in_the_same_build_reads_the_watermark_its_model_advanced(base: W
 def test_late_version_inside_the_lookback_is_picked_up(base: Warehouse):
     # updated 2025-01-08, landed after the watermark reached 2025-01-10: inside the 3-day window
     base.land(order_items=[item(101, 1, "2025-01-08 00:00", quantity=7)])
-    base.dbt_run()
+    base.dbt_run("--select", "fct_order_item")
     assert base.fact_lines()[(101, 1)].quantity == 7
     assert base.watermark("fct_order_item") == naive("2025-01-10 10:00")
 
@@ -135,7 +135,7 @@ def test_versions_already_loaded_inside_the_lookback_are_not_recomputed(base: Wa
                         " where pipeline_name = 'fct_order_item'")[0].last_run_started_at
     assert started is not None
     base.land(orders=[order(103, "2025-01-11 10:00")], order_items=[item(103, 1, "2025-01-11 10:00")])
-    base.dbt_run()
+    base.dbt_run("--select", "fct_order_item", "fct_orders")
     for fact in ("fct_order_item", "fct_orders"):
         assert scope_orders(base, fact) == [103], fact
     assert set(base.fact_lines()) == {(101, 1), (102, 1), (103, 1)}
@@ -149,7 +149,7 @@ def test_versions_landed_within_the_overlap_margin_are_read_again(base: Warehous
     # after the build started: read again (a superset), and nothing changes for it
     before = base.fact_lines()[(102, 1)]
     base.land(orders=[order(103, "2025-01-11 10:00")], order_items=[item(103, 1, "2025-01-11 10:00")])
-    base.dbt_run("--vars", "{landing_overlap_minutes: 1440}")
+    base.dbt_run("--select", "fct_order_item", "--vars", "{landing_overlap_minutes: 1440}")
     assert scope_orders(base) == [102, 103]
     assert base.fact_lines()[(102, 1)] == before
     results = base.dbt.invoke("run", "--select", "fct_order_item", "--vars", "{landing_overlap_minutes: -5}",
@@ -161,7 +161,7 @@ def test_versions_landed_within_the_overlap_margin_are_read_again(base: Warehous
 def test_a_watermark_table_from_before_the_recorded_start_gets_it_and_reads_the_whole_lookback(base: Warehouse):
     base.spark.sql("alter table control.etl_watermark drop column last_run_started_at")
     base.land(orders=[order(103, "2025-01-11 10:00")], order_items=[item(103, 1, "2025-01-11 10:00")])
-    base.dbt_run()
+    base.dbt_run("--select", "fct_order_item", "fct_orders")
     # no recorded start: every version updated inside the window is read (102 and 103)
     assert scope_orders(base) == [102, 103]
     assert set(base.fact_lines()) == {(101, 1), (102, 1), (103, 1)}
@@ -173,7 +173,7 @@ def test_a_watermark_table_from_before_the_recorded_start_gets_it_and_reads_the_
 def test_version_older_than_the_window_is_reported_as_a_silent_miss(base: Warehouse):
     # updated before the window start (2025-01-07 10:00): the incremental run cannot see them
     base.land(order_items=[item(101, 1, "2025-01-05 00:00", quantity=9), item(101, 2, "2025-01-04 00:00")])
-    base.dbt_run()
+    base.dbt_run("--select", "fct_order_item")
     assert base.fact_lines()[(101, 1)].quantity == 2
     results = {r.name.split("_fct_")[0]: r for r in base.dbt.invoke(
         "test", "--select", "test_name:no_unloaded_changes,fct_order_item",
@@ -393,7 +393,7 @@ def test_a_model_none_of_whose_inputs_landed_anything_stages_and_commits_nothing
     recorded = {m: control(m) for m in marts}
     # only orders and lines land: the customers' and products' dimensions can change nothing
     base.land(orders=[order(103, "2025-01-11 10:00")], order_items=[item(103, 1, "2025-01-11 10:00")])
-    results = {r.name: r for r in base.dbt_run()}
+    results = {r.name: r for r in base.dbt_run("--select", *marts)}
     for quiet in ("dim_customer", "dim_product"):
         assert results[quiet].status == "success", quiet
         assert base.snapshot_id(f"marts.{quiet}") == snapshots[quiet], quiet
@@ -406,7 +406,7 @@ def test_a_model_none_of_whose_inputs_landed_anything_stages_and_commits_nothing
     # a customer lands, stamped long before the window: dim_customer reads it at once (its landing
     # bound is still the start of the run before)
     base.land(customers=[customer(2, "2024-06-01 00:00", segment="business")])
-    base.dbt_run()
+    base.dbt_run("--select", "dim_customer", "dim_product")
     assert base.rows("select segment from marts.dim_customer where customer_id = 2")[0].segment == "business"
     assert control("dim_customer").last_run_started_at > recorded["dim_customer"].last_run_started_at
     assert base.snapshot_id("marts.dim_product") == snapshots["dim_product"]
@@ -464,7 +464,7 @@ def test_the_channel_dimension_reads_no_order_version_unless_a_landed_one_names_
     snapshot = base.snapshot_id("marts.dim_channel")
     # orders of channels the table holds: no order version is read, no row is staged or merged
     base.land(orders=[order(103, "2025-01-11 10:00", channel="app")], order_items=[item(103, 1, "2025-01-11 10:00")])
-    base.dbt_run()
+    base.dbt_run("--select", "dim_channel", "fct_order_item")
     assert "raw.orders" not in compiled.read_text()
     assert base.snapshot_id("marts.dim_channel") == snapshot
     assert (103, 1) in base.fact_lines()
@@ -474,7 +474,7 @@ def test_the_channel_dimension_reads_no_order_version_unless_a_landed_one_names_
     base.land(orders=[order(104, "2025-01-11 11:00", channel=" Kiosk "),
                       order(102, "2025-01-10 10:00", "2025-01-10 09:00", channel="fax")],
               order_items=[item(104, 1, "2025-01-11 11:00")])
-    base.dbt_run()
+    base.dbt_run("--select", "dim_channel")
     assert "raw.orders" in compiled.read_text()
     channels = {row.channel: (row.channel_name, row.channel_group)
                 for row in base.rows("select channel, channel_name, channel_group from marts.dim_channel")}
