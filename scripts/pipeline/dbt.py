@@ -93,12 +93,13 @@ class Dbt:
         return nodes
 
     def invoke_logging(self, prefix: str, *args: str) -> tuple[list[NodeResult], list[str]]:
-        """`invoke`, and the messages of the invocation's `log()` calls that start with `prefix`
-        (dbt's JinjaLogInfo events, caught by a callback: whatever the log level), the prefix cut."""
+        """`invoke`, and the messages of the invocation's `log()` and `exceptions.warn()` calls
+        that start with `prefix` (dbt's JinjaLogInfo and JinjaLogWarning events, caught by a
+        callback: whatever the log level, and whatever dbt's log file rotation), the prefix cut."""
         caught: list[str] = []
 
         def catch(event) -> None:
-            if event.info.name == "JinjaLogInfo" and event.data.msg.startswith(prefix):
+            if event.info.name in ("JinjaLogInfo", "JinjaLogWarning") and event.data.msg.startswith(prefix):
                 caught.append(event.data.msg[len(prefix):])
 
         callbacks = self._runner.callbacks
