@@ -37,7 +37,7 @@ if [ "$tier" = "integration" ]; then
     exit 0
 fi
 echo "== pytest"
-# One process, one Spark session (two pytest-xdist workers were measured slower on 2 cores: two
-# JVMs and the kill tests' processes contend).
+# One process, one Spark session: one already keeps both cores busy (two pytest-xdist workers, a
+# module per worker, measured no faster: docs/guides/run-the-tests.md).
 .venv/bin/python -m pytest --durations=15 "$@"
 adapter_suite
