@@ -37,7 +37,7 @@ if [ "$tier" = "integration" ]; then
     exit 0
 fi
 echo "== pytest"
-# One process, one Spark session: one already keeps both cores busy (two pytest-xdist workers, a
-# module per worker, measured no faster: docs/guides/run-the-tests.md).
+# One process, one Spark session (two pytest-xdist workers, a module per worker, measured no
+# faster on 2 cores: each ran at half speed; docs/guides/run-the-tests.md).
 .venv/bin/python -m pytest --durations=15 "$@"
 adapter_suite
