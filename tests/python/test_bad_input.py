@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from domains import SHOP_ONLY
+from domains import SHOP_FACTS, SHOP_ONLY
 from helpers import Warehouse, customer, empty_warehouse, item, order, product, ts, write_parquet
 from pipeline import contract
 from pipeline.dbt import DbtError
@@ -123,10 +123,6 @@ QUARANTINED = {
 }
 
 
-# the daily run of the two facts, when only order headers and lines landed
-FACT_RUN = ("--select", "fct_order_item", "fct_orders")
-
-
 def _quarantine(wh: Warehouse) -> set[tuple[str, str, str]]:
     return {(r.source_table, r.record_key, r.reason)
             for r in wh.rows("select source_table, record_key, reason from audit.audit_quarantined_rows")}
@@ -178,7 +174,7 @@ def test_bad_rows_are_quarantined_with_their_reason_and_the_rest_loads(warehouse
     # correction after the future-stamped row is not missed (the watermark was not dragged)
     wh.land(order_items=[_line(2, 1, "2025-01-03 08:00", quantity=1), _line(1, 1, "2025-01-03 08:00", quantity=7)],
             orders=[order(3, "2025-01-02 10:00", "2025-01-03 09:00")])
-    wh.dbt_run(*FACT_RUN)  # lines and an order header only: nothing new for the dimensions
+    wh.dbt_run(*SHOP_FACTS)  # lines and an order header only: nothing new for the dimensions
     lines = {key: r.quantity for key, r in wh.fact_lines().items()}
     assert lines == {(1, 1): 7, (1, 2): 2, (2, 1): 1, (2, 5): 1, (3, 1): 1}
     assert ("order_items", "2|1", "negative quantity") in _quarantine(wh)  # still listed: raw keeps it
@@ -214,7 +210,7 @@ def test_a_fact_waits_on_the_unknown_member_and_is_rekeyed_when_its_customer_and
 
     # two weeks of other activity: the watermark moves far past the late members' own update times
     wh.land(orders=[order(12, "2025-01-20 10:00")], order_items=[_line(12, 1, "2025-01-20 10:00")])
-    wh.dbt_run(*FACT_RUN)
+    wh.dbt_run(*SHOP_FACTS)
     assert wh.fact_lines()[(10, 1)].customer_key == "-1"
 
     # the customer and the product arrive, stamped long before the window (their own history)

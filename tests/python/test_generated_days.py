@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from domains import SHOP_ONLY
+from domains import SHOP_FACTS, SHOP_ONLY
 from helpers import SHOP_MARTS, Warehouse
 from sample.generate import GeneratorConfig, generate
 from pipeline.land import land
@@ -25,7 +25,6 @@ MARTS = tuple(f"marts.{name}" for name in SHOP_MARTS)
 DAYS = GeneratorConfig(days=9, orders_per_day=30, seed=21)
 FIRST_BUILD_DAYS = 5
 ERROR = ("--vars", '{"volume_alert_severity": "error"}')
-FACTS = ("--select", "fct_order_item", "fct_orders")
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +85,7 @@ def test_volume_within_band_is_quiet_on_normal_days_and_fires_on_a_spike_and_a_d
             " i.quantity, i.unit_price, i.discount_amount, i.updated_at + interval 1 day, i.is_deleted,"
             " current_timestamp(), 'spike' from raw.order_items as i left semi join raw.orders as o"
             " on i.order_id = o.order_id and cast(o.ordered_at as date) = date'2025-01-09'")
-    warehouse.dbt_run(*FACTS)
+    warehouse.dbt_run(*SHOP_FACTS)
     spike = _volume_tests(warehouse, "volume_within_band")
     assert _by_source(spike) == {"shop": ["fail", "fail"], "rides": ["pass"]}, spike
 
@@ -99,6 +98,6 @@ def test_volume_within_band_is_quiet_on_normal_days_and_fires_on_a_spike_and_a_d
     warehouse.spark.sql("insert into raw.orders select order_id, customer_id, channel, status, ordered_at,"
                         " updated_at + interval 1 minute, true, current_timestamp(), 'drop' from raw.orders"
                         " where cast(ordered_at as date) = date'2025-01-10' and order_id % 50 <> 0")
-    warehouse.dbt_run(*FACTS)
+    warehouse.dbt_run(*SHOP_FACTS)
     drop = _volume_tests(warehouse, "volume_within_band")
     assert _by_source(drop) == {"shop": ["fail", "fail"], "rides": ["pass"]}, drop

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from domains import SHOP_ONLY
+from domains import SHOP_FACTS, SHOP_ONLY
 from helpers import Warehouse, customer, item, order, product
 from pipeline.backfill.runner import Backfill
 
@@ -25,9 +25,6 @@ FACTS = {  # table -> (current-state view, unique key)
     "marts.fct_order_item": ("staging.int_order_items__current_state", "order_item_sk"),
     "marts.fct_orders": ("staging.int_orders__current_state", "order_id"),
 }
-# the daily run of the two facts: this module lands order headers and lines only, so the
-# dimensions have nothing new to read (a run of the whole shop adds their 4 runs, about 8 s)
-FACT_RUN = ("--select", "fct_order_item", "fct_orders")
 
 
 @pytest.fixture(scope="module")
@@ -96,11 +93,11 @@ MASKS = {
 def test_a_late_correction_masked_by_a_later_change_to_another_input_is_listed_and_restated(base: Warehouse,
                                                                                             mask: str):
     base.land(**MASKS[mask])
-    base.dbt_run(*FACT_RUN)
+    base.dbt_run(*SHOP_FACTS)  # only headers and lines land here
     assert differing_keys(base, "marts.fct_order_item") == differing_keys(base, "marts.fct_orders") == set()
     # line 1 of 101 corrected (quantity 2 -> 7), stamped 2025-01-05: before the window start
     base.land(order_items=[item(101, 1, "2025-01-05 00:00", quantity=7)])
-    base.dbt_run(*FACT_RUN)
+    base.dbt_run(*SHOP_FACTS)
     assert base.fact_lines()[(101, 1)].quantity == 2  # late beyond the window: not loaded, by design
 
     line_sk = base.rows("select order_item_sk from marts.fct_order_item"
@@ -150,7 +147,7 @@ def test_a_change_inside_the_window_not_yet_loaded_is_left_to_the_daily_run(base
               orders=[order(101, "2025-01-02 10:00", "2025-01-09 00:00", status="shipped")])
     assert differing_keys(base, "marts.fct_orders") == {"101"}
     assert listed(base) == {}
-    base.dbt_run(*FACT_RUN)
+    base.dbt_run(*SHOP_FACTS)
     assert base.fact_lines()[(101, 1)].quantity == 7
     assert base.rows("select net_amount from marts.fct_orders where order_id = 101")[0].net_amount == Decimal("80.00")
     assert differing_keys(base, "marts.fct_orders") == set() and listed(base) == {}
