@@ -14,7 +14,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
-from helpers import MAIN_JOB_SAMPLE, SHOP_MARTS, MainJobRun, Warehouse, mart_checksums  # noqa: E402
+from helpers import (MAIN_JOB_SAMPLE, SHOP_MARTS, MainJobRun, SharedBuild, Warehouse,  # noqa: E402
+                     mart_checksums, warehouse_replaced)
 
 
 JVM_FIXTURES = {"spark", "dbt", "warehouse", "spark_empty", "main_job_sample"}
@@ -75,6 +76,23 @@ def main_job_sample(spark, dbt) -> MainJobRun:
     from sample.generate import GeneratorConfig
 
     out = io.StringIO()
+    warehouse_replaced()  # the job's reset drops every table, with its files
     code = main_job.run(GeneratorConfig(**MAIN_JOB_SAMPLE), Console(file=out, width=200))
     return MainJobRun(code, out.getvalue(), mart_checksums(lambda sql: [tuple(r) for r in spark.sql(sql).collect()]),
                       {t: spark.table(f"marts.{t}").columns for t in SHOP_MARTS})
+
+
+@pytest.fixture(scope="session")
+def examples_built(spark, dbt, tmp_path_factory: pytest.TempPathFactory) -> SharedBuild:
+    """Both example domains' base events (domains.py: the shop's three orders, the rides' three
+    trips) landed into an empty warehouse and every model built: once per session, shared by
+    test_rules_by_domain and test_rides_example (`fresh()` before each test)."""
+    from domains import DOMAINS
+
+    def build() -> Warehouse:
+        warehouse = Warehouse.empty(spark, dbt, tmp_path_factory.mktemp("examples"))
+        warehouse.land(**{table: rows for domain in DOMAINS for table, rows in domain.base().items()})
+        warehouse.dbt_run()
+        return warehouse
+
+    return SharedBuild(build)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
 from itertools import count
@@ -17,6 +18,14 @@ from pipeline import contract, iceberg, warehouse
 from pipeline.land import land
 
 _batch = count(1)
+# bumped whenever the session's warehouse is emptied for another build (empty_warehouse, the main
+# job's reset): a checkpoint taken before it belongs to a warehouse that was replaced since
+_generation = [0]
+
+
+def warehouse_replaced() -> None:
+    """Note that the session's warehouse was emptied (dropped tables and views) for another build."""
+    _generation[0] += 1
 
 
 def ts(text: str) -> datetime:
@@ -85,6 +94,7 @@ def empty_warehouse(spark, keep: tuple[str, ...] = ("reference",)) -> None:
     history to delete its files (seconds a table); the tests' warehouse lives in a temporary
     folder, so the dropped tables' files are simply left there, unreferenced. (warehouse.reset
     itself is what the main job runs: test_main_job.)"""
+    warehouse_replaced()
     for schema in warehouse.SCHEMAS:
         if schema in keep or not spark.catalog.databaseExists(schema):
             continue
@@ -163,17 +173,22 @@ class Warehouse:
         return [f"{schema}.{t.name}" for schema in warehouse.SCHEMAS if self.spark.catalog.databaseExists(schema)
                 for t in self.spark.catalog.listTables(schema) if t.tableType != "VIEW" and not t.isTemporary]
 
-    def checkpoint(self) -> dict[str, tuple[str, frozenset[str]]]:
+    def views(self) -> list[str]:
+        return [f"{schema}.{t.name}" for schema in warehouse.SCHEMAS if self.spark.catalog.databaseExists(schema)
+                for t in self.spark.catalog.listTables(schema) if t.tableType == "VIEW" and not t.isTemporary]
+
+    def checkpoint(self) -> "Checkpoint":
         """Every Iceberg table's current metadata file, for `restore` after a test changed them,
         with the names of the metadata files its folder held then (how `restore` tells the
-        tables a test left alone)."""
-        found = {}
+        tables a test left alone); and every view's statement."""
+        tables = {}
         for name in self.iceberg_tables():
             current = self.rows(f"select file from {name}.metadata_log_entries order by timestamp desc limit 1")[0].file
-            found[name] = (current, _metadata_files(current))
-        return found
+            tables[name] = (current, _metadata_files(current))
+        views = {name: self.rows(f"show create table {name}")[0][0] for name in self.views()}
+        return Checkpoint(tables, views, _generation[0])
 
-    def restore(self, checkpoint: dict[str, tuple[str, frozenset[str]]]) -> None:
+    def restore(self, checkpoint: "Checkpoint") -> None:
         """Put every Iceberg table back exactly as `checkpoint` found it, instead of building the
         warehouse again: the tables created since are dropped with their files, and every table
         of the checkpoint that changed (its folder holds a metadata file it did not hold then:
@@ -182,20 +197,78 @@ class Warehouse:
         again from the metadata file it had then (and `checkpoint` notes the folder as it is
         after that, so an untouched table is passed by next time too). An Iceberg metadata file is the whole table:
         snapshots and their history, branches, schema, properties. Files written since are left
-        unreferenced in the test's temporary folder. Views need nothing: dbt creates them with
-        the same SQL on every run."""
+        unreferenced in the test's temporary folder. Views need nothing while this warehouse is
+        the session's (dbt creates them with the same SQL on every run); when another build
+        replaced it since the checkpoint (`warehouse_replaced`), every view is created again as
+        the checkpoint found it."""
         self.spark.conf.unset("spark.wap.branch")
         present = set(self.iceberg_tables())
-        for name in present - set(checkpoint):
+        for name in present - set(checkpoint.tables):
             self.spark.sql(f"drop table {name} purge")
-        for name, (metadata_file, files) in checkpoint.items():
+        for name, (metadata_file, files) in checkpoint.tables.items():
             if name in present and files and _metadata_files(metadata_file) == files:
                 continue  # no commit since the checkpoint: the table is as it was
             self.spark.sql(f"drop table if exists {name}")
             self.spark.sql(f"call spark_catalog.system.register_table(table => '{name}', metadata_file => '{metadata_file}')")
             # registering writes no metadata file: the folder as it is now is this table unchanged,
             # so the next restore passes it by unless another commit comes
-            checkpoint[name] = (metadata_file, _metadata_files(metadata_file))
+            checkpoint.tables[name] = (metadata_file, _metadata_files(metadata_file))
+        if checkpoint.generation != _generation[0]:
+            for name in self.views():
+                self.spark.sql(f"drop view {name}")
+            _create_views(self.spark, checkpoint.views)
+            checkpoint.generation = _generation[0]
+
+
+def _create_views(spark, views: dict[str, str]) -> None:
+    """Create the views from their statements, each after the views it reads (Spark analyses a
+    view's query when it is created): the ones whose reads are missing wait for the next round."""
+    waiting = dict(views)
+    while waiting:
+        failed: dict[str, tuple[str, Exception]] = {}
+        for name, statement in waiting.items():
+            try:
+                spark.sql(statement)
+            except Exception as error:  # noqa: BLE001 - a view it reads is not created yet
+                failed[name] = (statement, error)
+        if len(failed) == len(waiting):
+            raise RuntimeError(f"cannot create the views {sorted(failed)} again: "
+                               f"{next(iter(failed.values()))[1]}")
+        waiting = {name: statement for name, (statement, _) in failed.items()}
+
+
+@dataclass
+class Checkpoint:
+    """A built warehouse as `Warehouse.checkpoint` found it (what `Warehouse.restore` puts back)."""
+    tables: dict[str, tuple[str, frozenset[str]]]  # Iceberg table -> (metadata file, its folder's files)
+    views: dict[str, str]  # view -> the statement that creates it
+    generation: int  # the session's warehouse generation (`warehouse_replaced`) then
+
+    def intact(self) -> bool:
+        """Whether every table's metadata file still exists: a purge (the main job's reset drops
+        every table with its files) deletes it, and the checkpoint can then no longer be restored."""
+        return all(Path(urlparse(file).path).exists() for file, _ in self.tables.values()
+                   if urlparse(file).scheme in ("", "file"))
+
+
+class SharedBuild:
+    """A warehouse built once and shared by the tests of one module or of several (a session
+    fixture): `fresh()` before each test puts it back as the build left it (`Warehouse.restore`),
+    or builds it again when the build was purged since (`Checkpoint.intact`)."""
+
+    def __init__(self, build: Callable[[], Warehouse]):
+        self._build = build
+        self._built: tuple[Warehouse, Checkpoint] | None = None
+        self.builds = 0  # how many times it was built: once, unless purged in between
+
+    def fresh(self) -> Warehouse:
+        if self._built is None or not self._built[1].intact():
+            warehouse = self._build()
+            self._built = (warehouse, warehouse.checkpoint())
+            self.builds += 1
+        else:
+            self._built[0].restore(self._built[1])
+        return self._built[0]
 
 
 def _metadata_files(metadata_file: str) -> frozenset[str]:
