@@ -1,11 +1,14 @@
 """The example domains as the rule tests see them: one declared incremental fact each, and how to
 land a version of one of its events. The rules (tests/python/test_rules_by_domain.py) are written
 once against this and run for every domain; what is the domain's own shape (the shop's order
-headers and lines, the rides' effective-dated drivers) stays in its own test module.
+headers and lines, the rides' effective-dated drivers) stays in its own test module; both domains'
+base events are built together once per session (conftest's `examples_built`), and the rides
+example's own tests start from that build too.
 
 An event `n` is one key of the fact: in the shop an order with one line (order n, line 1), its
 amount the line's unit price (quantity 1, no discount: net_amount = the price); in rides the
-trip n, its amount the fare. Every domain starts from the same three events:
+trip n, its amount the fare, its driver 7 (commission 20%) but for trip 3's, driver 8 (25%: the
+rides example's tests need a second driver). Every domain starts from the same three events:
 1 at 2025-01-02 10:00 (20.00), 2 at 2025-01-10 10:00 (30.00), 3 at 2025-01-09 12:00 (10.00),
 so the fact's watermark after the build is 2025-01-10 10:00 in every domain.
 """
@@ -92,7 +95,7 @@ def _shop_version(n: int, event_time: str | None, updated_at: str | None, amount
 def _rides_version(n: int, event_time: str | None, updated_at: str | None, amount: str,
                    deleted: bool) -> dict[str, list[dict]]:
     updated = updated_at or event_time
-    version = trip(n, event_time or updated, updated, fare=amount, is_deleted=deleted)
+    version = trip(n, event_time or updated, updated, driver_id=8 if n == 3 else 7, fare=amount, is_deleted=deleted)
     if event_time is None:
         version["picked_up_at"] = None
     return {"trips": [version]}
@@ -112,7 +115,8 @@ RIDES = Domain(
     name="rides", fact="fct_trip", relation="marts.fct_trip", current_state="staging.int_trips__current_state",
     unique_key="trip_id", event_id="trip_id", event_date="trip_date", amount="fare_amount", source="rides",
     event_table="trips", event_time="picked_up_at", dimensions=("marts.dim_driver",), lookback_days=2,
-    members=lambda: {"drivers": [driver(7, "2024-12-01 00:00", rate="0.2000")]},
+    members=lambda: {"drivers": [driver(7, "2024-12-01 00:00", rate="0.2000"),
+                                 driver(8, "2024-12-01 00:00", rate="0.2500")]},
     version=_rides_version,
 )
 

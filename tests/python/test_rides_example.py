@@ -2,7 +2,7 @@
 event table (a driver version reaches only the trips picked up after it; a trip whose driver has
 not arrived waits on the unknown member and is re-keyed when it arrives). The rules every declared
 model keeps run for rides and the shop alike in test_rules_by_domain.py. Each test starts from the
-same built warehouse."""
+same built warehouse, the one test_rules_by_domain's tests start from."""
 
 from __future__ import annotations
 
@@ -20,27 +20,16 @@ def naive(text: str):
     return ts(text).replace(tzinfo=None)
 
 
-@pytest.fixture(scope="module")
-def built_once(spark, dbt, tmp_path_factory) -> tuple[Warehouse, dict[str, str]]:
-    """Trips 1 (2025-01-02) and 2 (2025-01-10 10:00) of driver 7, trip 3 (2025-01-09 12:00) of
-    driver 8. After the build fct_trip's watermark is 2025-01-10 10:00; with its 2-day lookback
-    (2 days) its window starts 2025-01-08 10:00."""
-    warehouse = Warehouse.empty(spark, dbt, tmp_path_factory.mktemp("rides"))
-    warehouse.land(
-        drivers=[driver(7, "2024-12-01 00:00", rate="0.2000"), driver(8, "2024-12-01 00:00", rate="0.2500")],
-        trips=[trip(1, "2025-01-02 10:00"), trip(2, "2025-01-10 10:00", fare="30.00"),
-               trip(3, "2025-01-09 12:00", driver_id=8, fare="10.00")],
-    )
-    warehouse.dbt_run()
-    return warehouse, warehouse.checkpoint()
-
-
 @pytest.fixture
-def base(built_once) -> Warehouse:
-    warehouse, checkpoint = built_once
+def base(examples_built) -> Warehouse:
+    """The rides' base events (domains.py, built beside the shop's by the session's
+    `examples_built`, put back before each test): trips 1 (2025-01-02 10:00, 20.00) and 2
+    (2025-01-10 10:00, 30.00) of driver 7 (commission 20%), trip 3 (2025-01-09 12:00, 10.00) of
+    driver 8 (25%). After the build fct_trip's watermark is 2025-01-10 10:00; with its 2-day
+    lookback its window starts 2025-01-08 10:00."""
+    warehouse = examples_built.fresh()
     assert warehouse.watermark("fct_trip") == naive("2025-01-10 10:00")
-    yield warehouse
-    warehouse.restore(checkpoint)
+    return warehouse
 
 
 def trips(wh: Warehouse) -> dict[int, object]:

@@ -1,6 +1,7 @@
 """The rules every declared incremental model keeps, proven once and run for every example domain
 (tests/python/domains.py: the shop's order lines, the rides' trips), each from the same three
-events built into an empty warehouse; the fact's watermark is then 2025-01-10 10:00. A domain's
+events, both domains' built once into an empty warehouse (the session's `examples_built`, put
+back before each test); the fact's watermark is then 2025-01-10 10:00. A domain's
 own shape (order headers, effective-dated drivers, unknown members) is tested in its own module.
 """
 
@@ -21,20 +22,17 @@ WATERMARK = ts("2025-01-10 10:00").replace(tzinfo=None)
 
 
 @pytest.fixture(scope="module", params=DOMAINS, ids=lambda d: d.name)
-def built_once(request, spark, dbt, tmp_path_factory) -> tuple[Domain, Warehouse, dict[str, str]]:
-    domain: Domain = request.param
-    warehouse = Warehouse.empty(spark, dbt, tmp_path_factory.mktemp(domain.name))
-    warehouse.land(**domain.base())
-    warehouse.dbt_run()
-    return domain, warehouse, warehouse.checkpoint()
+def domain(request) -> Domain:
+    """Module-scoped: pytest runs every test of one domain, then every test of the next."""
+    return request.param
 
 
 @pytest.fixture
-def case(built_once) -> tuple[Domain, Warehouse]:
-    domain, warehouse, checkpoint = built_once
+def case(domain: Domain, examples_built) -> tuple[Domain, Warehouse]:
+    """The domain, and the warehouse of both domains' base events as their build left it."""
+    warehouse = examples_built.fresh()
     assert warehouse.watermark(domain.fact) == WATERMARK
-    yield domain, warehouse
-    warehouse.restore(checkpoint)
+    return domain, warehouse
 
 
 def run(d: Domain, wh: Warehouse, *args: str):
