@@ -89,26 +89,6 @@ def _describe(running: Running, table: str) -> dict[str, str]:
     return {row[0]: row[1] for row in running.query(f"describe table extended {table}")}
 
 
-def test_dbt_seeds_and_runs_iceberg_models_through_the_thrift_server(running: Running, tmp_path: Path):
-    assert "Connection test: [OK connection ok]" in running.dbt(tmp_path, "debug").stdout
-    running.dbt(tmp_path, "seed")
-    # dim_date reads no landed data; the MERGEs of an incremental run come with the main job
-    running.dbt(tmp_path, "run", "--select", "dim_date")
-
-    assert running.query("select count(*) from reference.channels") == [(5,)]
-    assert running.query("select count(*), min(date_day), max(date_day) from marts.dim_date") == [
-        (1461, "2024-01-01", "2027-12-31")]
-    for table in ("reference.channels", "marts.dim_date"):
-        described = _describe(running, table)
-        assert described["Provider"] == "iceberg", described
-        # the cluster's own warehouse, never the embedded one
-        assert described["Location"].startswith(f"file:{running.state / 'cluster' / 'warehouse'}/"), described
-    assert "write.wap.enabled=true" in _describe(running, "marts.dim_date")["Table Properties"]
-    assert running.query("select count(*) from marts.dim_date.snapshots") == [(1,)]
-    # the on-run-start and on-run-end hooks ran through the Thrift Server too
-    assert running.query("select status from control.run_records where model_name = 'dim_date'") == [("success",)]
-
-
 SAMPLE = ("--days", str(MAIN_JOB_SAMPLE["days"]), "--orders-per-day", str(MAIN_JOB_SAMPLE["orders_per_day"]))
 # a reason reaches SQL as a literal on the Thrift path (no server-side binding): stored verbatim
 HOSTILE_REASON = "restate 2025-01-01..03 after the 'price' fix\\'; drop table control.backfill_runs; --"
@@ -122,24 +102,53 @@ def _pipeline(running: Running, scratch: Path, *args: str) -> subprocess.Complet
                           timeout=1800)
 
 
-@pytest.mark.spark
-def test_a_build_and_a_backfill_through_the_thrift_server_equal_the_embedded_main_job(
-        running: Running, main_job_sample: MainJobRun, tmp_path: Path):
-    """The main job's sample, landed and built once through the cluster target (one `dbt build`
-    of the shop's models through the Thrift Server: models, hooks, watermark, data tests), equals the embedded main
-    job's marts, which built the same days in two runs (rule 8: a full build equals its daily
-    runs; the embedded tiers prove the daily runs). Then a backfill with branch, gate and
-    publish, and its rollback, on the cluster."""
-    landing = tmp_path / "landing"
+@dataclass(frozen=True)
+class Built:
+    scratch: Path  # the dbt and pipeline subprocesses' folders
+    stdout: str  # what `dbt build` printed
+
+
+@pytest.fixture(scope="module")
+def built(running: Running, tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """The main job's sample, generated, landed (`pipeline land`) and built with one `dbt build`
+    of the shop's models through the Thrift Server (seeds, models, hooks, watermark, data and
+    unit tests): the rides example's models add a quarter of the statements, each a round trip to
+    the server, and prove nothing more about the engine (the embedded tiers run them)."""
+    scratch = tmp_path_factory.mktemp("cluster-build")
+    landing = scratch / "landing"
     generated = subprocess.run([sys.executable, "-m", "sample", "generate", "--out", str(landing), *SAMPLE],
                                env={**os.environ, "PYTHONPATH": str(PROJECT_DIR / "scripts")},
                                capture_output=True, text=True, timeout=600)
     assert generated.returncode == 0, generated.stdout[-2000:] + generated.stderr[-2000:]
-    landed = _pipeline(running, tmp_path, "land", *sorted(str(d) for d in landing.iterdir()))
+    landed = _pipeline(running, scratch, "land", *sorted(str(d) for d in landing.iterdir()))
     assert landed.returncode == 0, landed.stdout[-4000:] + landed.stderr[-3000:]
-    # the shop's models and data tests: the rides example's add a quarter of the statements, each
-    # a round trip to the Thrift Server, and prove nothing more about the engine (embedded tiers)
-    built = running.dbt(tmp_path, "build", "--selector", "shop_example")  # selectors.yml
+    return Built(scratch, running.dbt(scratch, "build", "--selector", "shop_example").stdout)  # selectors.yml
+
+
+def test_dbt_seeds_and_runs_iceberg_models_through_the_thrift_server(running: Running, built: Built, tmp_path: Path):
+    assert "Connection test: [OK connection ok]" in running.dbt(tmp_path, "debug").stdout
+    assert running.query("select count(*) from reference.channels") == [(5,)]
+    assert running.query("select count(*), min(date_day), max(date_day) from marts.dim_date") == [
+        (1461, "2024-01-01", "2027-12-31")]
+    for table in ("reference.channels", "marts.dim_date", "marts.fct_order_item"):
+        described = _describe(running, table)
+        assert described["Provider"] == "iceberg", described
+        # the cluster's own warehouse, never the embedded one
+        assert described["Location"].startswith(f"file:{running.state / 'cluster' / 'warehouse'}/"), described
+    assert "write.wap.enabled=true" in _describe(running, "marts.dim_date")["Table Properties"]
+    assert running.query("select count(*) from marts.dim_date.snapshots") == [(1,)]
+    # the on-run-start and on-run-end hooks ran through the Thrift Server too
+    assert running.query("select status from control.run_records where model_name = 'dim_date'") == [("success",)]
+
+
+@pytest.mark.spark
+def test_a_build_and_a_backfill_through_the_thrift_server_equal_the_embedded_main_job(
+        running: Running, built: Built, main_job_sample: MainJobRun):
+    """The main job's sample, landed and built once through the cluster target (the module's
+    `built`), equals the embedded main job's marts, which built the same days in two runs (rule
+    8: a full build equals its daily runs; the embedded tiers prove the daily runs). Then a
+    backfill with branch, gate and publish, and its rollback, on the cluster."""
+    scratch = built.scratch
     # the shop's dbt unit tests ran through the Thrift Server too (macros/tests/unit.sql)
     for unit_test in ("stg_shop__order_items_keeps_the_latest_loadable_version_of_each_line",
                       "stg_shop__order_items_ranks_versions_by_the_contracts_update_column"):
@@ -171,7 +180,7 @@ def test_a_build_and_a_backfill_through_the_thrift_server_equal_the_embedded_mai
     assert corrupted != embedded
 
     # a backfill through the runner on the cluster: a branch, the gate, publish, then rollback
-    backfill = _pipeline(running, tmp_path, "backfill", "--start", "2025-01-01", "--end", "2025-01-04",
+    backfill = _pipeline(running, scratch, "backfill", "--start", "2025-01-01", "--end", "2025-01-04",
                          "--batch-days", "3", "--select", "fct_order_item", "--reason", HOSTILE_REASON)
     assert backfill.returncode == 0, backfill.stdout[-4000:] + backfill.stderr[-3000:]
     [(run_id, status, reason)] = running.query("select run_id, status, reason from control.backfill_runs")
@@ -191,7 +200,7 @@ def test_a_build_and_a_backfill_through_the_thrift_server_equal_the_embedded_mai
     # the same source state, restated: the same rows
     assert mart_checksums(running.query) == embedded
 
-    rollback = _pipeline(running, tmp_path, "rollback", run_id)
+    rollback = _pipeline(running, scratch, "rollback", run_id)
     assert rollback.returncode == 0, rollback.stdout[-4000:] + rollback.stderr[-3000:]
     for table, pre, _published in tables:
         assert running.query(f"select snapshot_id from {table}.refs where name = 'main'") == [(pre,)]
@@ -210,8 +219,8 @@ def test_a_build_and_a_backfill_through_the_thrift_server_equal_the_embedded_mai
                     f" order by updated_at desc limit 1")
     [(order_date,)] = running.query(f"select distinct cast(order_date as string) from marts.fct_order_item"
                                     f" where order_id = {order_id}")
-    explained_json = tmp_path / "explain.json"
-    explained = _pipeline(running, tmp_path, "explain", "fct_order_item", "--json", str(explained_json))
+    explained_json = scratch / "explain.json"
+    explained = _pipeline(running, scratch, "explain", "fct_order_item", "--json", str(explained_json))
     assert explained.returncode == 0, explained.stdout[-4000:] + explained.stderr[-3000:]
     [explanation] = json.loads(explained_json.read_text())
     merge = [s for s in explanation["scans"] if s["statement"] == "merge" and s["role"] == "target"]
