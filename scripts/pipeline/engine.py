@@ -9,7 +9,7 @@
   metadata tables) and the control tables all go through that connection.
 
 `ThriftSql` offers the small part of the SparkSession API the tooling uses: `sql(text, args)`
-with named parameters (`:name`), `catalog.tableExists/databaseExists/listTables`, `table(name)
+with named parameters (`:name`), `catalog.tableExists/databaseExists`, `table(name)
 .columns` and `conf.set/unset`. Thrift has no server-side parameter binding, so parameters are
 rendered as Spark SQL literals by `literal` (strings escaped: quotes and backslashes), after the
 callers' own validation (`iceberg.checked_table`, `plan.check_run_id`, ...).
@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from functools import lru_cache
@@ -114,13 +113,6 @@ class Result:
         return list(self._rows)
 
 
-@dataclass(frozen=True)
-class TableInfo:
-    name: str
-    tableType: str  # noqa: N815 - pyspark's Catalog.listTables field names
-    isTemporary: bool = False  # noqa: N815 - listTables below returns only permanent ones
-
-
 class _Catalog:
     def __init__(self, sql: ThriftSql) -> None:
         self._sql = sql
@@ -133,11 +125,6 @@ class _Catalog:
         if not schema or not self.databaseExists(schema):
             return False
         return any(row.tableName == table for row in self._sql.sql(f"show tables in {schema}").collect())
-
-    def listTables(self, schema: str) -> list[TableInfo]:  # noqa: N802
-        views = {row.viewName for row in self._sql.sql(f"show views in {schema}").collect() if not row.isTemporary}
-        return [TableInfo(row.tableName, "VIEW" if row.tableName in views else "MANAGED")
-                for row in self._sql.sql(f"show tables in {schema}").collect() if not row.isTemporary]
 
 
 class _Conf:

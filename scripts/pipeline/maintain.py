@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 
 from pipeline.engine import Sql
 
-from pipeline import iceberg
+from pipeline import iceberg, warehouse
 
 DEFAULT_SCHEMAS = ("raw", "marts")
 
@@ -45,14 +45,7 @@ class TableMaintenance:
 
 
 def iceberg_tables(spark: Sql, schemas: tuple[str, ...] = DEFAULT_SCHEMAS) -> list[str]:
-    tables = []
-    for schema in schemas:
-        if not spark.catalog.databaseExists(schema):
-            continue
-        for table in spark.catalog.listTables(schema):
-            if table.tableType != "VIEW" and not table.isTemporary:
-                tables.append(f"{schema}.{table.name}")
-    return sorted(tables)
+    return sorted(str(r) for r in warehouse.relations(spark, schemas) if not r.is_view)
 
 
 def _backfill_holds(spark: Sql) -> tuple[dict[str, str], dict[str, tuple[str, int]]]:

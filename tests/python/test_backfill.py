@@ -19,6 +19,7 @@ from rich.console import Console
 from domains import SHOP_FACTS, SHOP_ONLY
 from helpers import SHOP_MARTS, Warehouse, item
 from pipeline import cli, iceberg
+from pipeline.warehouse import relations as warehouse_relations
 from pipeline.backfill.control import Control
 from pipeline.backfill.runner import Backfill, BackfillRefused
 from sample.generate import GeneratorConfig, generate
@@ -57,12 +58,8 @@ def built_once(spark, dbt, tmp_path_factory) -> tuple[Warehouse, dict[str, int]]
 
 
 def _iceberg_tables(wh: Warehouse) -> dict[str, int]:
-    tables = {}
-    for schema in ("raw", "marts", "control"):
-        for table in wh.spark.catalog.listTables(schema):
-            if table.tableType != "VIEW" and not table.isTemporary:
-                tables[f"{schema}.{table.name}"] = wh.snapshot_id(f"{schema}.{table.name}")
-    return tables
+    return {str(r): wh.snapshot_id(str(r))
+            for r in warehouse_relations(wh.spark, ("raw", "marts", "control")) if not r.is_view}
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import pytest
 
 from domains import SHOP_FACTS, SHOP_ONLY
 from pipeline.dbt import DbtError
+from pipeline.warehouse import relations
 from helpers import Warehouse, customer, driver, item, last_invocation_statements, order, product, trip, ts
 
 
@@ -305,8 +306,7 @@ def test_explain_plans_the_next_daily_run_writing_nothing_and_the_run_reads_what
                 base.rows("select * from control.etl_watermark order by pipeline_name"),
                 base.rows("select count(*) as n from control.run_records"),
                 base.rows("select count(*) as n from control.run_scans"),
-                sorted(t.name for t in base.spark.catalog.listTables("scratch") if not t.isTemporary)
-                if base.spark.catalog.databaseExists("scratch") else [])
+                sorted(r.name for r in relations(base.spark, ("scratch",))))
 
     before = state()
     explained = {e.model: e for e in explain(base.spark, base.dbt, built)}
