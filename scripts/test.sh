@@ -10,7 +10,12 @@
 #                                     (tests/adapter: its own process, its own Spark session)
 # Out of both, each with its own command: `.venv/bin/python -m pytest -m chaos` (fault injection,
 # about 18 min for 4 kill points) and `-m bench` (the benchmark end to end at a tiny scale).
-# Extra arguments go to pytest.
+# The tests marked `beside` (their work is in JVMs of their own: the cluster, the killed
+# backfill's processes, the team's project; and the main job's sample they share) run in a
+# second pytest process beside the first, followed there by dbt's adapter suite: its output is
+# printed when both are done, and either failing fails the run.
+# Extra arguments go to pytest, and then everything runs in one process, one part after the
+# other (a selection may leave one of the two processes nothing to run).
 set -euo pipefail
 tier="all"
 case "${1:-}" in
@@ -31,13 +36,37 @@ adapter_suite() {
     .venv/bin/python -m pytest tests/adapter --durations=5 -q
 }
 if [ "$tier" = "integration" ]; then
-    echo "== pytest -m integration"
-    .venv/bin/python -m pytest -m "integration and not chaos and not bench" --durations=15 "$@"
+    selection="integration and not chaos and not bench"
+else
+    selection="not chaos and not bench"
+fi
+if [ "$#" -gt 0 ]; then
+    echo "== pytest -m \"$selection\""
+    .venv/bin/python -m pytest -m "$selection" --durations=15 "$@"
     adapter_suite
     exit 0
 fi
-echo "== pytest"
-# One process, one Spark session (two pytest-xdist workers, a module per worker, measured no
-# faster on 2 cores: each ran at half speed; docs/guides/run-the-tests.md).
-.venv/bin/python -m pytest --durations=15 "$@"
-adapter_suite
+# Two processes: the main session's JVM leaves about a third of the 2 cores idle (a fresh-clone
+# run at 62% busy), which the other JVMs' work fills (docs/guides/run-the-tests.md).
+beside_log="$(mktemp)"
+(
+    set +e
+    .venv/bin/python -m pytest -m "beside and $selection" --durations=15
+    suite=$?
+    adapter_suite
+    adapter=$?
+    exit $(( suite != 0 ? suite : adapter ))
+) > "$beside_log" 2>&1 &
+beside=$!
+echo "== pytest -m \"not beside and $selection\" (pytest -m \"beside and ...\" and the adapter suite beside it)"
+main=0
+.venv/bin/python -m pytest -m "not beside and $selection" --durations=15 || main=$?
+other=0
+wait "$beside" || other=$?
+echo "== the second process: pytest -m \"beside and $selection\", then dbt's adapter suite"
+cat "$beside_log"
+rm -f "$beside_log"
+if [ "$main" -ne 0 ] || [ "$other" -ne 0 ]; then
+    echo "== failed: the main process exited $main, the second $other" >&2
+    exit 1
+fi

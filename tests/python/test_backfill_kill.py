@@ -21,9 +21,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 HARNESS = Path(__file__).with_name("kill_harness.py")
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 TIMEOUT_S = 600
+
+# its processes are JVMs of their own: scripts/test.sh runs it beside the main session
+pytestmark = pytest.mark.beside
 
 
 def _env(state: Path) -> dict[str, str]:

@@ -13,6 +13,10 @@ import pytest
 from helpers import MainJobRun
 from pipeline.paths import PROJECT_DIR
 
+# reads the main job's sample that test_cluster compares with the cluster: scripts/test.sh runs both
+# beside the main session, so that the sample is run once
+pytestmark = pytest.mark.beside
+
 
 def test_main_job_builds_lands_a_day_of_changes_and_reports_a_clean_reconciliation(main_job_sample: MainJobRun):
     text = main_job_sample.output

@@ -19,6 +19,9 @@ from pipeline.paths import FRAMEWORK_DIR, PROFILES_DIR
 
 DBT = Path(sys.executable).parent / "dbt"
 DRIVER = Path(__file__).with_name("consumer_driver.py")
+
+# the team's project runs in a process (a JVM) of its own: scripts/test.sh runs it beside the main session
+pytestmark = pytest.mark.beside
 COLUMNS = "ticket_id,queue,opened_at,amount,updated_at,is_deleted"
 DAY_1 = [
     "1,Billing,2025-03-01 09:00:00,10.00,2025-03-01 09:00:00,false",
