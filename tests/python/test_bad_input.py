@@ -26,6 +26,10 @@ from pipeline import contract
 from pipeline.dbt import DbtError
 from pipeline.land import LandingError, land
 
+# a module with a build of its own: scripts/test.sh runs it in the second process, beside the
+# main one, to even the two processes' time
+pytestmark = pytest.mark.beside
+
 ORDERS_HEADER = "order_id,customer_id,channel,status,ordered_at,updated_at,is_deleted\n"
 GOOD_CSV_ROW = "1,7,web,placed,2025-01-01 10:00:00,2025-01-01 10:00:00,false\n"
 

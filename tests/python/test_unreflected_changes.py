@@ -21,6 +21,10 @@ from domains import SHOP_FACTS, SHOP_ONLY
 from helpers import Warehouse, customer, item, order, product
 from pipeline.backfill.runner import Backfill
 
+# a module with a build of its own: scripts/test.sh runs it in the second process, beside the
+# main one, to even the two processes' time
+pytestmark = pytest.mark.beside
+
 FACTS = {  # table -> (current-state view, unique key)
     "marts.fct_order_item": ("staging.int_order_items__current_state", "order_item_sk"),
     "marts.fct_orders": ("staging.int_orders__current_state", "order_id"),
