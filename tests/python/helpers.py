@@ -164,10 +164,6 @@ class Warehouse:
         return found
 
     # -- sharing one built warehouse between tests -------------------------------------------
-    def iceberg_tables(self) -> list[str]:
-        """Every Iceberg table of the project's schemas (views and temporary views left out)."""
-        return [str(r) for r in warehouse.relations(self.spark) if not r.is_view]
-
     def views(self) -> list[str]:
         return [str(r) for r in warehouse.relations(self.spark) if r.is_view]
 

@@ -19,7 +19,7 @@ from rich.console import Console
 from domains import SHOP_FACTS, SHOP_ONLY
 from helpers import SHOP_MARTS, Warehouse, item
 from pipeline import cli, iceberg
-from pipeline.warehouse import relations as warehouse_relations
+from pipeline.maintain import iceberg_tables
 from pipeline.backfill.control import Control
 from pipeline.backfill.runner import Backfill, BackfillRefused
 from sample.generate import GeneratorConfig, generate
@@ -54,12 +54,11 @@ def built_once(spark, dbt, tmp_path_factory) -> tuple[Warehouse, dict[str, int]]
     # after the first build, rewriting rows as they are, gives the maintenance test a snapshot
     # older than a backfill's base to expire (the tests put the tables back to this one)
     warehouse.spark.sql("update marts.fct_order_item set net_amount = net_amount where order_date = date'2025-01-03'")
-    return warehouse, _iceberg_tables(warehouse)
+    return warehouse, _snapshots(warehouse)
 
 
-def _iceberg_tables(wh: Warehouse) -> dict[str, int]:
-    return {str(r): wh.snapshot_id(str(r))
-            for r in warehouse_relations(wh.spark, ("raw", "marts", "control")) if not r.is_view}
+def _snapshots(wh: Warehouse) -> dict[str, int]:
+    return {name: wh.snapshot_id(name) for name in iceberg_tables(wh.spark, ("raw", "marts", "control"))}
 
 
 @pytest.fixture
@@ -68,7 +67,7 @@ def built(built_once) -> Warehouse:
     warehouse, tables = built_once
     yield warehouse
     warehouse.spark.conf.unset("spark.wap.branch")
-    for name in set(_iceberg_tables(warehouse)) - set(tables):
+    for name in set(_snapshots(warehouse)) - set(tables):
         warehouse.spark.sql(f"drop table {name} purge")
     for name, snapshot in tables.items():
         for ref in warehouse.rows(f"select name from {name}.refs where type = 'BRANCH' and name <> 'main'"):
