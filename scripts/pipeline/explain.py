@@ -8,7 +8,8 @@ backfill_safe.ScanPlan). What it tells, per model and table:
 - `ran`: the reads the explain itself made to find the scope and stage the select, the very
   reads the run makes before its MERGE: the on-run-end hook record_scans computes them as it
   does for `control.run_scans` and, under the explain, writes them to dbt's log instead of the
-  table: scans, data files, rows;
+  table: scans, the largest scan's data files (a share of the table's) and all scans' together
+  (no share of it: several scans of one table read some files more than once), rows;
 - `select` and `merge`, planned: the data files, delete files and partitions Iceberg plans for
   each scan under the filters pushed to it, and those filters (the MERGE's pruning predicates
   on the model's own table). Filters applied only at run time (dynamic pruning of a join) are
@@ -39,6 +40,8 @@ class PlannedScan:
     statement: str  # "select" (the model's select, staged before the MERGE) or "merge"
     table: str  # schema.table
     role: str  # "target" (the model's own table) or "source"
+    # Iceberg's file scan tasks: a data file split into several (larger than the split size) is
+    # counted once per split, so this may exceed table_data_files (printed beside it, not "of" it)
     data_files: int
     delete_files: int
     bytes: int
@@ -57,7 +60,9 @@ class ReadRan:
     table: str
     role: str
     scans: int
-    data_files: int  # planned by Iceberg after the pushed filters, summed over the scans
+    # planned by Iceberg after the pushed filters, summed over the scans: several scans of one
+    # table make it no share of the table, so it is printed "of" nothing; largest_scan_files is
+    data_files: int
     largest_scan_files: int
     rows: int
     filters: tuple[str, ...]

@@ -263,6 +263,43 @@ def test_dry_run_writes_nothing(built: Warehouse):
     assert not iceberg.table_exists(built.spark, "control.backfill_runs")
 
 
+def test_dry_run_counts_the_live_rows_a_merge_on_read_merge_left_not_the_records_of_its_files(built: Warehouse):
+    """The marts MERGE in merge-on-read mode: the rows a MERGE deletes or updates stay in their
+    data files, marked by position delete files, so Iceberg's record_count counts rows no reader
+    sees. The dry run's rows are the window's live rows, as `count(*)` finds them."""
+    built.spark.sql("""
+        merge into marts.fct_order_item as t
+        using (
+            select order_item_sk, row_number() over (order by order_item_sk) as n
+            from (select order_item_sk from marts.fct_order_item where order_date = date'2025-01-02'
+                  order by order_item_sk limit 2) as picked
+        ) as s
+        on t.order_item_sk = s.order_item_sk
+        when matched and s.n = 1 then delete
+        when matched then update set quantity = t.quantity + 1""")
+    [deletes] = built.rows("select count(*) as n from marts.fct_order_item.delete_files"
+                           " where partition.order_date = date'2025-01-02'")
+    assert deletes.n > 0  # merge-on-read: the MERGE wrote position deletes
+    backfill = runner(built)
+    plan = backfill.plan("2025-01-01", "2025-01-05", "fct_order_item", 2)
+    dry = backfill.dry_run(plan)
+    cells = {column.header: list(column.cells) for column in dry.columns}
+    rows_column = next(header for header in cells if "rows" in header)
+    shown = {(w.split(":")[0], m): int(n.replace(",", "")) for w, m, n in zip(cells["window"], cells["model"],
+                                                                              cells[rows_column])}
+    window = "order_date >= date'2025-01-01' and order_date < date'2025-01-03'"
+    [live] = built.rows(f"select count(*) as n from marts.fct_order_item where {window}")
+    [records] = built.rows("select sum(record_count) as n from marts.fct_order_item.partitions"
+                           f" where {window.replace('order_date', 'partition.order_date')}")
+    assert shown[("0", "fct_order_item")] == live.n != records.n
+    # the raw sources are appended to only: their records are their rows, and called records
+    sources = sorted({s for m in plan.models for s in m.sources})
+    raw = sum(built.rows(f"select count(*) as n from {s}")[0].n for s in sources)
+    assert raw == sum(built.rows(f"select coalesce(sum(record_count), 0) as n from {s}.partitions")[0].n
+                      for s in sources)
+    assert f"all {raw} records of their sources" in dry.caption
+
+
 def test_maintenance_compacts_keeps_rollback_snapshots_and_rollback_passes_compactions(built: Warehouse):
     from datetime import UTC, datetime
 

@@ -106,3 +106,31 @@ def test_restate_windows_cover_exactly_the_given_dates():
         windows_for_dates(days, 0, 31)
     with pytest.raises(PlanError, match="no dates"):
         windows_for_dates([], 7, 31)
+
+
+def test_explain_never_shows_more_files_of_a_table_than_the_table_has():
+    """A `ran` read of 3 scans of a table of 33 data files planned 70 files over all: summed over
+    the scans, they are no share of the table. The largest scan's files are shown "of" the
+    table's, the sum apart and labelled; a planned scan's count above the table's (a file split
+    in several tasks) is not shown "of" it either."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from pipeline.cli.inspection import _print_explanation
+    from pipeline.explain import Explanation, PlannedScan, ReadRan
+
+    read = ReadRan(table="marts.fct_orders", role="target", scans=3, data_files=70, largest_scan_files=30,
+                   rows=1200, filters=("order_date >= 2025-01-01",), table_data_files=33, table_partitions=12)
+    merge = PlannedScan(statement="merge", table="marts.fct_orders", role="target", data_files=40, delete_files=2,
+                        bytes=1000, partitioned=True, partitions=("order_date=2025-01-10",), filters=None,
+                        runtime_filters=None, table_data_files=33, table_partitions=12)
+    out = io.StringIO()
+    _print_explanation(Console(file=out, width=250), Explanation(
+        model="fct_orders", relation="marts.fct_orders", statements=(), scans=(merge,), ran=(read,)))
+    text = out.getvalue()
+    assert "70 of 33" not in text and "40 of 33" not in text
+    assert "30 of 33" in text and "largest of 3 scans; 70 planned over all" in text
+    shares = [(int(part), int(whole)) for part, whole in re.findall(r"(\d+) of (\d+)", text.replace(",", ""))]
+    assert shares and all(part <= whole for part, whole in shares), shares

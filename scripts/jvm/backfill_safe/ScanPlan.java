@@ -3,6 +3,7 @@ package backfill_safe;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashSet;
 import java.util.List;
 import java.util.TreeSet;
 import org.apache.spark.sql.SparkSession;
@@ -102,8 +103,11 @@ public final class ScanPlan {
 
   /** What Iceberg planned for one scan under its pushed filters. */
   static final class Planned {
-    long dataFiles;
-    long deleteFiles;
+    // distinct files: Iceberg splits a large data file into several tasks, and a delete file
+    // applies to several data files; counted per task, a scan could "read" more files than its
+    // table holds
+    final HashSet<String> dataFiles = new HashSet<>();
+    final HashSet<String> deleteFiles = new HashSet<>();
     long bytes;
     boolean partitioned;
     final TreeSet<String> partitions = new TreeSet<>();  // paths, e.g. order_date=2025-01-10
@@ -150,9 +154,11 @@ public final class ScanPlan {
           continue;
         }
         Object dataFile = file.invoke(task);
-        planned.dataFiles++;
+        planned.dataFiles.add(location(dataFile));
         planned.bytes += ((Number) method(task, "length").invoke(task)).longValue();
-        planned.deleteFiles += ((Collection<?>) method(task, "deletes").invoke(task)).size();
+        for (Object delete : (Collection<?>) method(task, "deletes").invoke(task)) {
+          planned.deleteFiles.add(location(delete));
+        }
         Object spec = method(task, "spec").invoke(task);
         if (!(Boolean) method(spec, "isUnpartitioned").invoke(spec)) {
           Object values = method(dataFile, "partition").invoke(dataFile);
@@ -168,6 +174,12 @@ public final class ScanPlan {
     return planned;
   }
 
+  /** A data or delete file's location (ContentFile.location(), path() before Iceberg 1.7). */
+  static String location(Object contentFile) throws Exception {
+    Method location = method(contentFile, "location");
+    return String.valueOf((location != null ? location : method(contentFile, "path")).invoke(contentFile));
+  }
+
   private static String describe(BatchScanExec scan) throws Exception {
     String description = scan.scan().description();
     Planned planned = planned(scan);
@@ -177,8 +189,8 @@ public final class ScanPlan {
     out.append(", \"filters\": ").append(Json.group(ScanLog.FILTERS, description + ", groupedBy="));
     out.append(", \"runtime_filters\": ").append(
         scan.runtimeFilters().isEmpty() ? "null" : Json.quote(scan.runtimeFilters().mkString(", ")));
-    out.append(", \"data_files\": ").append(planned == null ? 0 : planned.dataFiles);
-    out.append(", \"delete_files\": ").append(planned == null ? 0 : planned.deleteFiles);
+    out.append(", \"data_files\": ").append(planned == null ? 0 : planned.dataFiles.size());
+    out.append(", \"delete_files\": ").append(planned == null ? 0 : planned.deleteFiles.size());
     out.append(", \"bytes\": ").append(planned == null ? 0 : planned.bytes);
     out.append(", \"partitioned\": ").append(planned != null && planned.partitioned);
     out.append(", \"partitions\": ").append(Json.list(planned == null ? new TreeSet<String>() : planned.partitions));

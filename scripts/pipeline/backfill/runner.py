@@ -358,33 +358,62 @@ class Backfill:
 
     # -- dry run -----------------------------------------------------------------------------
     def dry_run(self, plan: Plan) -> Table:
-        """What the backfill would touch, from Iceberg metadata tables only; writes nothing."""
+        """What the backfill would touch; writes nothing. The rows are the live rows of each
+        window, counted from the tables; partitions, data files and MB are Iceberg's metadata."""
         table = Table(title=f"backfill plan {plan.start} .. {plan.end} (end exclusive), {len(plan.windows)} windows")
-        for column in ("window", "model", "partitions", "rows", "files", "MB"):
+        for column in ("window", "model", "partitions", "live rows", "data files", "MB"):
             table.add_column(column, justify="left" if column in ("window", "model") else "right")
+        figures = {model.name: self._in_window(model, plan.windows) for model in plan.models}
         for window in plan.windows:
             for model in plan.models:
-                partitions, rows, files, size = self._in_window(model, window)
+                partitions, rows, files, size = figures[model.name][window.index]
                 table.add_row(f"{window.index}: {window.start} .. {window.end}", model.name,
                               str(partitions), str(rows), str(files), f"{size / 1e6:.1f}")
         sources = sorted({relation for model in plan.models for relation in model.sources})
-        raw_rows = sum(self._metadata_totals(relation)[1] for relation in sources)
+        # the raw tables are appended to only (no delete files): their records are their rows
+        raw_records = sum(self._metadata_totals(relation)[1] for relation in sources)
         table.caption = (f"each window is one `dbt run` of {len(plan.models)} models; the staging views read all "
-                         f"{raw_rows} versions of their sources ({', '.join(sources) or 'none'}) per window to pick "
-                         "current versions; rows/partitions above are what the MERGEs may rewrite (the whole table "
-                         "for a model without an event date partition)")
+                         f"{raw_records} records of their sources ({', '.join(sources) or 'none'}: every version "
+                         "landed) per window to pick current versions; live rows and partitions above are what the "
+                         "MERGEs may rewrite (the whole table for a model without an event date partition); data "
+                         "files and MB also hold the rows merge-on-read deleted, until `pipeline maintain` compacts them")
         return table
 
-    def _in_window(self, model: IncrementalModel, window: planning.Window) -> tuple[int, int, int, int]:
-        """Partitions, rows, files and bytes of a model's table in a window, by its event date
-        (declared, else its first partition column); the whole table when it is not
-        partitioned by it."""
-        if model.event_date and model.event_date in iceberg.partition_fields(self.spark, model.relation):
-            return self._metadata_totals(model.relation, window, model.event_date)
-        return self._metadata_totals(model.relation)
+    def _in_window(self, model: IncrementalModel, windows: list[planning.Window]) -> dict[int, tuple[int, int, int, int]]:
+        """Per window (by index): partitions, live rows, data files and bytes of a model's table
+        in it, by its event date (declared, else its first partition column); the whole table's
+        when it is not partitioned by it. The rows are counted from the table, one query for all
+        windows: the marts MERGE in merge-on-read mode, which leaves the rows a MERGE deletes or
+        updates in their data files (position delete files mark them), so the metadata's
+        record_count counts rows no reader sees. The rest is the metadata's."""
+        relation = iceberg.checked_table(model.relation)
+        if not iceberg.table_exists(self.spark, relation):
+            return {window.index: (0, 0, 0, 0) for window in windows}
+        if not (model.event_date and model.event_date in iceberg.partition_fields(self.spark, relation)):
+            partitions, _, files, size = self._metadata_totals(relation)
+            rows = int(self.spark.sql(f"select count(*) from {relation}").collect()[0][0])
+            return {window.index: (partitions, rows, files, size) for window in windows}
+        column = iceberg.checked_column(model.event_date)
+
+        def within(start: date, end: date) -> str:
+            return f"{column} >= date'{start.isoformat()}' and {column} < date'{end.isoformat()}'"
+
+        which = " ".join(f"when {within(w.start, w.end)} then {w.index}" for w in windows)
+        live = {row[0]: int(row[1]) for row in self.spark.sql(
+            f"select case {which} end as window_index, count(*) from {relation}"
+            f" where {within(min(w.start for w in windows), max(w.end for w in windows))}"
+            " group by 1").collect()}
+        figures = {}
+        for window in windows:
+            partitions, _, files, size = self._metadata_totals(relation, window, column)
+            figures[window.index] = (partitions, live.get(window.index, 0), files, size)
+        return figures
 
     def _metadata_totals(self, relation: str, window: planning.Window | None = None,
                          column: str | None = None) -> tuple[int, int, int, int]:
+        """Partitions, records, data files and their bytes, from Iceberg's partitions metadata
+        table. Records are those of the data files: with merge-on-read deletes, more than the
+        rows a reader sees."""
         if not iceberg.table_exists(self.spark, relation):
             return (0, 0, 0, 0)
         where = f"where partition.`{column}` >= :s and partition.`{column}` < :e" if window and column else ""

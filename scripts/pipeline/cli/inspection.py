@@ -117,14 +117,21 @@ def _print_explanation(out, explanation) -> None:
     from rich.table import Table
 
     def of(part: int, whole: int | None) -> str:
-        return f"{part:,}" if whole is None else f"{part:,} of {whole:,}"
+        """Shown "part of whole" only when part is a share of whole: a count above it (a scan of
+        another snapshot than the table's current one) is shown beside the table's."""
+        if whole is None:
+            return f"{part:,}"
+        return f"{part:,} of {whole:,}" if part <= whole else f"{part:,} (the table has {whole:,})"
 
     table = Table(title=f"{explanation.model} ({explanation.relation}): its next daily run", title_justify="left")
     for column in ("step", "table", "role", "scans", "data files", "partitions", "rows", "filters"):
         table.add_column(column, justify="right" if column in ("scans", "data files", "rows") else "left")
     for read in explanation.ran:
+        # the files summed over several scans of a table are no share of it: the largest scan's are
+        files = of(read.largest_scan_files, read.table_data_files) + (
+            f" (largest of {read.scans} scans; {read.data_files:,} planned over all)" if read.scans > 1 else "")
         table.add_row("ran: scope, staging", read.table, read.role, str(read.scans),
-                      of(read.data_files, read.table_data_files), "", f"{read.rows:,}", "; ".join(read.filters))
+                      files, "", f"{read.rows:,}", "; ".join(read.filters))
     for scan in explanation.scans:
         shown = ", ".join(scan.partitions[:5]) + (f", ... {len(scan.partitions) - 5} more"
                                                   if len(scan.partitions) > 5 else "")
