@@ -2,10 +2,12 @@
     and commit_watermarks (on-run-end) writes the advances of every model that succeeded in one
     MERGE into the watermark table. The advance moves the model's watermark to the greatest
     update timestamp among the rows of its upstream sources that had landed before this dbt
-    invocation started (`_loaded_at <= run_started_at`) and are not quarantined
-    (quarantine_reason). Those rows were all visible to the model's MERGE, so the watermark never
-    passes a row that was not loaded, and a version stamped in the future by a source clock
-    running ahead cannot drag it there. dbt runs post-hooks only after the main statement
+    invocation started (`_loaded_at <= run_started_at`) and are loadable: exactly the versions
+    the staging loads (landed_versions, on screened_versions: every row rule, the
+    conflicting-versions rule and the clock-skew rule, one definition for all three). Those
+    rows were all visible to the model's MERGE, so the watermark never passes a row that was
+    not loaded: neither a version stamped in the future by a source clock running ahead nor
+    versions quarantined as conflicting can drag it there (watermark_drift checks it). dbt runs post-hooks only after the main statement
     succeeded: a failed MERGE notes nothing, and commit_watermarks writes only the advances of
     models whose result is a success. The watermark never moves back.
     One MERGE per invocation instead of one per model: each is an Iceberg commit of the watermark
@@ -15,8 +17,8 @@
     holds (rule 3), so nothing is lost or doubled. Inside the invocation the model's tests see
     the advanced watermark all the same (pending_watermark_sql, read by unreflected_changes).
     The update timestamp of a source is its freshness `loaded_at_field` (updated_at here).
-    Config `meta: {watermark_exclude: [...]}` (source_name.table) leaves out sources a model reads for
-    something other than its changes (the facts read customers only to know they arrived).
+    The sources are watermark_sources' (config `meta: {watermark_exclude: [...]}` leaves out
+    sources a model reads for something other than its changes).
     Notes nothing (renders no statement) for a model not of the framework's kind (is_framework_model:
     a plain model that shares the folder's hooks), for a model without sources, and in a backfill (vars
     backfill_start/backfill_end): a backfill restates history and never moves the daily
@@ -42,15 +44,8 @@
     {% if backfill_safe.nothing_landed_since_last_run() %}
         {{ return('') }}
     {% endif %}
-    {% set excluded = backfill_safe.model_meta('watermark_exclude') or [] %}
-    {% set source_ids = [] %}
-    {% for source_id in backfill_safe.upstream_sources(model.unique_id) %}
-        {% set src = graph.sources[source_id] %}
-        {% if (src.source_name ~ '.' ~ src.name) not in excluded %}
-            {% do source_ids.append(source_id) %}
-        {% endif %}
-    {% endfor %}
-    {% if source_ids | length == 0 %}
+    {% set sources = backfill_safe.watermark_sources(graph.nodes[model.unique_id]) %}
+    {% if sources | length == 0 %}
         {{ return('') }}
     {% endif %}
     {% set cutoff = backfill_safe.timestamp_literal(run_started_at) %}
@@ -62,16 +57,17 @@
             '{{ backfill_safe.validated_identifier(this.identifier) }}' as pipeline_name,
             max(loaded_through) as loaded_through
         from (
-            {%- for source_id in source_ids %}
-                {%- set src = graph.sources[source_id] %}
-            select max({{ src.loaded_at_field or 'updated_at' }}) as loaded_through
-            from {{ source(src.source_name, src.name) }}
-            where
-                _loaded_at <= {{ cutoff }}
-                {%- if current is not none %}
-                and {{ src.loaded_at_field or 'updated_at' }} > {{ backfill_safe.timestamp_literal(current) }}
-                {%- endif %}
-                and {{ backfill_safe.quarantine_reason(src.source_name, src.name) }} is null
+            {%- for source_name, table in sources %}
+                {%- set contract = backfill_safe.landing_contract(source_name, table) %}
+                {%- set update_column = contract.update_column %}
+                {%- set landed -%}
+                    _loaded_at <= {{ cutoff }}
+                    {%- if current is not none %}
+                    and {{ update_column }} > {{ backfill_safe.timestamp_literal(current) }}
+                    {%- endif %}
+                {%- endset %}
+            select max(updated_at) as loaded_through
+            from ({{ backfill_safe.landed_versions(source_name, table, keep='valid', where=landed) }}) as loadable
             {{ "union all" if not loop.last }}
             {%- endfor %}
         ) as per_source

@@ -26,5 +26,5 @@
     {%- if not loop.first %}
 union all
     {%- endif %}
-    {{ quarantined_versions(source_name, table) }}
+    {{ landed_versions(source_name, table, keep="quarantined") }}
 {%- endfor %}

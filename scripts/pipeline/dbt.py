@@ -18,6 +18,8 @@ from pipeline import paths
 from pipeline.engine import get_engine
 
 FAILED_STATUSES = {"error", "fail", "runtime error", "skipped"}
+# a source's freshness status when its table has no rows (Dbt.freshness): not a staleness
+NOTHING_LANDED = "nothing landed yet"
 
 
 class DbtError(RuntimeError):
@@ -44,8 +46,8 @@ class NodeResult:
 @dataclass(frozen=True)
 class Freshness:
     source: str  # source_name.table
-    status: str
-    max_loaded_at: datetime | None
+    status: str  # dbt's (pass / warn / error / runtime error), or NOTHING_LANDED
+    max_loaded_at: datetime | None  # None: nothing landed yet, or dbt could not tell
     age_seconds: float | None
     # the source's declared `freshness:` thresholds in seconds (None: not declared)
     warn_after_seconds: float | None = None
@@ -112,7 +114,10 @@ class Dbt:
     def freshness(self) -> list[Freshness]:
         """`dbt source freshness`: per source table, its status (pass / warn / error / runtime
         error), the greatest `loaded_at_field` (the update timestamp) and its age. A stale source
-        is a finding, not a failure of this call."""
+        is a finding, not a failure of this call. A table with no rows (nothing landed yet) is
+        NOTHING_LANDED with no update and no age: dbt reads its null max() as "infinitely long
+        ago" (dbt-adapters' `_create_freshness_response`: 0001-01-01 00:00 UTC, an age of about
+        740,000 days, so `error` wherever `error_after` is declared), which is not staleness."""
         # sources.json goes to dbt's own target folder (a custom --output path is deprecated in dbt 1.11)
         command = ["source", "freshness"]
         result: dbtRunnerResult = self._runner.invoke(self._full(command))
@@ -122,12 +127,28 @@ class Dbt:
         for item in getattr(result.result, "results", None) or []:
             if getattr(item.node, "resource_type", None) != "source":  # on-run-start/end hooks
                 continue
+            status, latest, age = str(item.status), getattr(item, "max_loaded_at", None), getattr(item, "age", None)
+            if latest is not None and latest.replace(tzinfo=None) == datetime.min:
+                status, latest, age = NOTHING_LANDED, None, None
             found.append(Freshness(
-                source=f"{item.node.source_name}.{item.node.name}", status=str(item.status),
-                max_loaded_at=getattr(item, "max_loaded_at", None), age_seconds=getattr(item, "age", None),
+                source=f"{item.node.source_name}.{item.node.name}", status=status, max_loaded_at=latest, age_seconds=age,
                 warn_after_seconds=_threshold_seconds(item.node, "warn_after"),
                 error_after_seconds=_threshold_seconds(item.node, "error_after")))
         return sorted(found, key=lambda f: f.source)
+
+    def show(self, inline: str) -> list[dict]:
+        """`dbt show --inline SQL`, every row (no limit), as dicts: the rows of a select that a
+        macro renders (Jinja, the graph, run_query), read from Python without a copy of its SQL."""
+        command = ["show", "--inline", inline, "--limit", "-1"]
+        # --log-level none: show prints its rows even with --quiet; they are returned here instead
+        result: dbtRunnerResult = self._runner.invoke(
+            ["--quiet", "--log-level", "none", "--log-path", str(paths.state_dir() / "logs"), *command,
+             "--project-dir", str(paths.PROJECT_DIR), "--profiles-dir", str(paths.PROFILES_DIR)])
+        if result.exception is not None or not result.success:
+            raise DbtError(command, [], result.exception)
+        [shown] = [r for r in result.result.results if r.node.name == "inline_query"]
+        table = shown.agate_table
+        return [dict(zip(table.column_names, row)) for row in table.rows]
 
     @staticmethod
     def last_invocation_id() -> str:

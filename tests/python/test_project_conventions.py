@@ -128,6 +128,25 @@ def test_the_framework_macros_name_no_example_table_or_column():
     assert not found, "\n".join(found)
 
 
+def test_loadable_has_one_definition_that_the_staging_the_audit_and_the_watermark_share():
+    """The row rules (quarantine_reason) are applied only inside screened_versions, which adds the
+    conflicting-versions rule: the staging, the quarantine audit, the watermark's advance and its
+    drift check all read that one verdict (through landed_versions or staged_versions), so a rule
+    added there reaches them all. Before, the watermark applied the row rules alone and moved to
+    the update time of versions quarantined as conflicting (issue 48)."""
+    callers = {}
+    for folder in ("macros", "models", "tests/dbt"):
+        for sql in sorted((PROJECT_DIR / folder).rglob("*.sql")):
+            code = _code(sql.read_text())
+            for name in ("quarantine_reason", "screened_versions", "landed_versions"):
+                if re.search(rf"\b{name}\(", code) and not re.search(rf"macro {name}\(", code):
+                    callers.setdefault(name, set()).add(sql.stem)
+    assert callers["quarantine_reason"] == {"screened_versions"}, callers
+    assert callers["screened_versions"] == {"landed_versions", "staged_versions",
+                                            "landed_rows_are_loaded_or_quarantined"}, callers
+    assert {"advance_watermark", "watermark_drift", "audit_quarantined_rows"} <= callers["landed_versions"], callers
+
+
 def _code_blocks(markdown: str) -> list[tuple[str, str]]:
     """(first line, rest) of every fenced code block of a markdown text."""
     blocks = re.findall(r"^```[a-z]*\n(.*?)^```$", markdown, re.S | re.M)

@@ -1,6 +1,7 @@
 """The status page's rendering (pipeline.report.render and templates/status.html.j2), on a
-report built here: no Spark. What a real warehouse puts on it, seen in a real browser, is
-test_status_page_renders_in_a_real_browser_with_the_figures_of_a_known_run."""
+report built here: no Spark (the tests marked fast). What a real warehouse puts on it, seen in a
+real browser, is test_status_page_renders_in_a_real_browser_with_the_figures_of_a_known_run;
+a source with nothing landed, on the session's shared build of the examples, is here."""
 
 from __future__ import annotations
 
@@ -10,9 +11,8 @@ from decimal import Decimal
 
 import pytest
 
+from helpers import SharedBuild
 from pipeline import report
-
-pytestmark = pytest.mark.fast
 
 HOSTILE = "<script>alert('x')</script> & \"quoted\""
 
@@ -29,15 +29,17 @@ def known_report(**overrides) -> report.Report:
          "mart_0": Decimal(i * 10 - 1)} for i in (1, 2, 3)])}
     page.undeclared = ["dim_x"]
     page.alerts = [f"fct_a: {HOSTILE}"]
+    page.volume_silent = [f"volume_within_band on fct_a (order_date) cannot fire: {HOSTILE}"]
     for name, value in overrides.items():
         setattr(page, name, value)
     return page
 
 
+@pytest.mark.fast
 def test_every_value_is_escaped_and_every_section_is_drawn():
     html = report.render(known_report())
     assert "<script>" not in html and "&lt;script&gt;alert(" in html
-    for section in ("alerts", "pipelines", "metrics", "freshness", "daily", "runs", "reads", "backfills"):
+    for section in ("alerts", "volume", "pipelines", "metrics", "freshness", "daily", "runs", "reads", "backfills"):
         assert f'<h2 id="{section}">' in html, section
     # the declared model: a line per series (source and mart) with a dot per date, and its table
     assert re.findall(r'<polyline class="series" data-series="([^"]+)"', html) == [
@@ -51,7 +53,34 @@ def test_every_value_is_escaped_and_every_section_is_drawn():
     assert "no scan records yet" in html  # reads None: said, not left out
 
 
+@pytest.mark.fast
 def test_a_page_without_alerts_says_so():
-    html = report.render(known_report(alerts=[], reads=[]))
+    html = report.render(known_report(alerts=[], reads=[], volume_silent=[]))
     assert '<p class="ok" id="no-alerts">no alerts</p>' in html
+    assert 'id="volume-can-fire"' in html
     assert "no scan records yet" not in html
+
+
+def test_a_source_with_nothing_landed_shows_as_nothing_landed_yet_and_raises_no_alert(examples_built: SharedBuild):
+    """A declared source whose raw table is empty: `dbt source freshness` gives its max(updated_at)
+    as 0001-01-01 (an age of ~739,948 days, status error); the page says nothing landed yet, with
+    no latest update and no age, and raises no staleness alert for it."""
+    built = examples_built.fresh()  # every source landed: the base events of both domains
+    # emptied: to dbt the same as a table nothing ever landed into (max(updated_at) is null)
+    built.spark.sql("delete from raw.drivers")
+    page = report.collect(built.spark, built.dbt)
+    freshness = {f.source: f for f in page.freshness}
+    drivers = freshness["rides.drivers"]
+    assert (drivers.status, drivers.max_loaded_at, drivers.age_seconds) == ("nothing landed yet", None, None)
+    assert not [a for a in page.alerts if a.startswith("source rides.drivers ")], page.alerts
+    # a landed source keeps its figures: the base events are from 2025, past error_after today
+    trips = freshness["rides.trips"]
+    assert (trips.status, f"{trips.max_loaded_at:%Y-%m-%d %H:%M}") == ("error", "2025-01-10 10:00")
+    assert any(a.startswith("source rides.trips is error: latest update 2025-01-10") for a in page.alerts)
+    html = report.render(page)
+    assert "<tr><td>rides.drivers</td><td>nothing landed yet</td><td>-</td><td>-</td></tr>" in html
+    assert "0001-01-01" not in html
+    # and the page's volume section, on the same build: three trips over nine dates
+    silent = ("volume_within_band on fct_trip (trip_date) cannot fire: its trailing median is 0 rows a date,"
+              " below min_trailing_mean 10")
+    assert silent in page.volume_silent and f"<li>{silent}</li>" in html, page.volume_silent

@@ -125,6 +125,57 @@ def test_late_version_inside_the_lookback_is_picked_up(base: Warehouse):
     assert base.watermark("fct_order_item") == naive("2025-01-10 10:00")
 
 
+def drift_check(warehouse: Warehouse) -> tuple[str, list]:
+    """The data test no_watermark_drift's status, and the rows the status tools show of it."""
+    from pipeline.drift import watermark_drift
+
+    [result] = [r for r in warehouse.dbt.invoke("test", "--select", "no_watermark_drift", check=False)
+                if r.resource_type == "test"]
+    return result.status, watermark_drift(warehouse.dbt)
+
+
+def test_conflicting_versions_later_than_every_loadable_one_do_not_move_the_watermark(base: Warehouse, capsys):
+    # one file: a loadable correction of line 101/1 at 01-11 09:00, and two versions of line
+    # 102/1 at 01-16 12:00 that disagree (quarantined: the line keeps its previous version)
+    base.land(order_items=[item(101, 1, "2025-01-11 09:00", quantity=3),
+                           item(102, 1, "2025-01-16 12:00", quantity=4), item(102, 1, "2025-01-16 12:00", quantity=5)])
+    base.dbt_run("--select", "fct_order_item")
+    lines = base.fact_lines()
+    assert (lines[(101, 1)].quantity, lines[(102, 1)].quantity) == (3, 1)
+    conflicting = base.rows("select record_key, updated_at from audit.audit_quarantined_rows"
+                            " where reason like 'conflicting versions%'")
+    assert sorted(conflicting) == [("102|1", naive("2025-01-16 12:00"))] * 2
+    # the watermark is the greatest loadable update time, not the quarantined versions'
+    assert base.watermark("fct_order_item") == naive("2025-01-11 09:00")
+    assert drift_check(base) == ("pass", [])
+    # so a version landed next, stamped inside the window of the loadable maximum (from 01-08
+    # 09:00) but before the quarantined versions' window would start (01-13 12:00), is loaded
+    base.land(order_items=[item(101, 2, "2025-01-12 00:00", quantity=6)])
+    base.dbt_run("--select", "fct_order_item")
+    assert base.fact_lines()[(101, 2)].quantity == 6
+
+    # pushed past every loadable version by hand, the watermark fails the drift check, which
+    # names the model, both times and the quarantined versions in between
+    base.spark.sql("update control.etl_watermark set watermark_ts = timestamp'2025-01-17 00:00:00'"
+                   " where pipeline_name = 'fct_order_item'")
+    status, drift = drift_check(base)
+    assert status == "fail"
+    assert {(d.model_name, d.watermark_ts, d.greatest_loadable_updated_at) for d in drift} == {
+        ("fct_order_item", naive("2025-01-17 00:00"), naive("2025-01-12 00:00"))}
+    assert sorted((d.source_table, d.record_key, d.updated_at) for d in drift) == [
+        ("shop.order_items", "102|1", naive("2025-01-16 12:00"))] * 2
+    assert all(d.reason.startswith("conflicting versions") for d in drift)
+    # `pipeline status` shows the same rows
+    from pipeline import cli
+
+    capsys.readouterr()
+    assert cli.main(["status"]) == 0
+    shown = capsys.readouterr().out
+    assert "watermarks ahead of their loadable data: fct_order_item\n" in shown
+    assert ("fct_order_item: watermark 2025-01-17 00:00:00 is ahead of its loadable data (the greatest loadable"
+            " update time 2025-01-12 00:00:00); quarantined shop.order_items 102|1 at 2025-01-16 12:00:00") in shown
+
+
 def scope_orders(warehouse: Warehouse, fact: str = "fct_order_item") -> list[int]:
     """The orders the fact's last incremental run recomputed (cache_scope_keys' view)."""
     return sorted(r.order_id for r in warehouse.rows(f"select order_id from scope_keys__{fact}"))
@@ -326,6 +377,18 @@ def test_explain_plans_the_next_daily_run_writing_nothing_and_the_run_reads_what
     assert fact.ran_unknown is None
     [lines] = [r for r in fact.ran if r.table == "raw.order_items"]
     assert lines.role == "source" and lines.rows >= 2
+    # as printed, every count shown "X of Y" (files, partitions) is a share: X <= Y
+    import io
+
+    from rich.console import Console
+
+    from pipeline.cli.inspection import _print_explanation
+
+    printed = io.StringIO()
+    for explanation in explained.values():
+        _print_explanation(Console(file=printed, width=250), explanation)
+    shares = [(int(x), int(y)) for x, y in re.findall(r"(\d+) of (\d+)", printed.getvalue().replace(",", ""))]
+    assert shares and all(x <= y for x, y in shares), shares
 
     base.dbt_run()
     invocation = base.dbt.last_invocation_id()

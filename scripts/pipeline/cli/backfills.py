@@ -132,8 +132,10 @@ def register(group: click.Group) -> None:
     @click.argument("run_id", required=False)
     @refusing(_refusals)
     def status(run_id, out) -> int:
-        """List backfill runs and each model's minimal metrics, or, given RUN_ID (bf_...), one run's
-        parameters, windows and tables."""
+        """List backfill runs and each model's minimal metrics, then each volume_within_band test
+        that cannot fire at its table's current volume and why, and every model whose watermark
+        is ahead of its loadable data (the data test no_watermark_drift's rows); or, given RUN_ID
+        (bf_...), one run's parameters, windows and tables."""
         from pipeline.backfill.plan import check_run_id
 
         if run_id:
@@ -142,9 +144,19 @@ def register(group: click.Group) -> None:
         for table in runner.status(run_id):
             out.print(table)
         if not run_id:
+            from pipeline.drift import watermark_drift
             from pipeline.metrics import metrics_table, model_metrics
+            from pipeline.volume import silent_tests
 
             out.print(metrics_table(model_metrics(runner.spark)))
+            for line in silent_tests(runner.spark):  # a guard that keeps the test quiet whatever the volume
+                out.print(line, markup=False, highlight=False)
+            drift = watermark_drift(runner.dbt)
+            ahead = sorted({d.model_name for d in drift})
+            out.print(f"watermarks ahead of their loadable data: {', '.join(ahead) or 'none'}", markup=False,
+                      highlight=False)
+            for line in drift:  # whole, not wrapped: the file path at its end is to copy
+                out.print(f"  {line.text()}", markup=False, highlight=False, soft_wrap=True)
         return 0
 
     @command(group, "rollback", short_help="Restore a published backfill's tables to before it.")

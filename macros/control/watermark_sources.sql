@@ -1,0 +1,17 @@
+{#- The landed tables whose versions move a model's watermark, as (source_name, table) pairs:
+    every source the model reads, directly or through other models (upstream_sources), less
+    those its config `meta: {watermark_exclude: [source_name.table, ...]}` names (sources it
+    reads for something other than their changes: the shop's facts read customers only to know
+    they arrived). The one list the advance (advance_watermark) and the drift check
+    (watermark_drift) read. `node`: a model node of the graph. -#}
+{% macro watermark_sources(node) %}
+    {% set excluded = (node.config.meta or {}).get('watermark_exclude') or [] %}
+    {% set found = [] %}
+    {% for source_id in backfill_safe.upstream_sources(node.unique_id) %}
+        {% set src = graph.sources[source_id] %}
+        {% if (src.source_name ~ '.' ~ src.name) not in excluded %}
+            {% do found.append((src.source_name, src.name)) %}
+        {% endif %}
+    {% endfor %}
+    {{ return(found) }}
+{% endmacro %}

@@ -1,0 +1,113 @@
+"""Whether each `volume_within_band` test can fire at its table's current volume.
+
+The generic test (macros/tests/volume_within_band.sql) stays quiet while fewer than
+`min_history_days` dates of history exist and while the trailing median of rows per date is
+below `min_trailing_mean`: on a small table (a few rows a date) it can never fire, and its
+passing says nothing. Per test of the manifest (its own arguments, the macro's defaults for the
+rest, read from the macro's signature), one query computes the macro's own figures at the
+table's recent dates (a calendar spine with empty dates as 0, the median of the `trailing_days`
+dates before); when no recent date gets past both guards, a statement says why. Shown by
+`pipeline status` and on the status page.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pipeline import iceberg
+from pipeline.engine import Sql
+from pipeline.manifest import _IDENTIFIER, _manifest, _relation
+
+TEST = "volume_within_band"
+
+
+@dataclass(frozen=True)
+class VolumeTest:
+    model: str
+    relation: str  # schema.table of the model
+    date_column: str
+    trailing_days: int
+    min_history_days: int
+    recent_days: int
+    min_trailing_mean: float
+
+
+def volume_tests() -> list[VolumeTest]:
+    """Every enabled `volume_within_band` test of the manifest, with its arguments (names checked
+    to be identifiers, numbers to be numbers: they reach SQL)."""
+    manifest = _manifest()
+    found = []
+    for node in manifest["nodes"].values():
+        metadata = node.get("test_metadata") or {}
+        model = manifest["nodes"].get(node.get("attached_node") or "")
+        if node["resource_type"] != "test" or metadata.get("name") != TEST or model is None:
+            continue
+        arguments = {**_defaults(manifest, node), **metadata.get("kwargs", {})}
+        relation, column = _relation(model), str(arguments.get("date_column"))
+        for name in [*relation.split("."), column]:
+            if not _IDENTIFIER.fullmatch(name):
+                raise ValueError(f"test {node['name']}: {name!r} is not an identifier")
+        try:
+            found.append(VolumeTest(model["name"], relation, column, int(arguments["trailing_days"]),
+                                    int(arguments["min_history_days"]), int(arguments["recent_days"]),
+                                    float(arguments["min_trailing_mean"])))
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"test {node['name']}: an argument is missing or not a number: {error}") from error
+    return sorted(found, key=lambda t: (t.model, t.date_column))
+
+
+def _defaults(manifest: dict, node: dict) -> dict[str, str]:
+    """The defaults in the signature of the test's macro (the one the node depends on), e.g.
+    {'trailing_days': '14', ...}: the macro's own, not a copy of them here."""
+    for unique_id in node.get("depends_on", {}).get("macros", []):
+        macro = manifest["macros"].get(unique_id) or {}
+        if macro.get("name") == f"test_{TEST}":
+            signature = macro["macro_sql"].split("%}", 1)[0]
+            return dict(re.findall(r"(\w+)\s*=\s*([\d.]+)", signature))
+    return {}
+
+
+def cannot_fire(spark: Sql, test: VolumeTest) -> str | None:
+    """Why `test` cannot fire at its table's current volume; None when one of its recent dates
+    gets past both guards (or the table is not built: nothing to judge). The figures are the
+    macro's (the same spine, window and median), said for the latest date."""
+    if not iceberg.table_exists(spark, test.relation):
+        return None
+    date, days = test.date_column, test.trailing_days
+    recent = spark.sql(f"""
+        with bounds as (select min({date}) as first_day, max({date}) as last_day from {test.relation}),
+        calendar as (select explode(sequence(first_day, last_day, interval 1 day)) as day from bounds),
+        daily as (select {date} as day, count(*) as row_count from {test.relation} group by {date}),
+        series as (select calendar.day, coalesce(daily.row_count, 0) as row_count
+                   from calendar left join daily on calendar.day = daily.day),
+        history as (select day,
+                           percentile(row_count, 0.5) over (order by day rows between {days} preceding
+                                                            and 1 preceding) as median,
+                           count(*) over (order by day rows between {days} preceding and 1 preceding) as dates
+                    from series)
+        select history.day, history.median, history.dates from history cross join bounds
+        where history.day > date_sub(bounds.last_day, {test.recent_days})
+        order by history.day desc""").collect()
+    name = f"{TEST} on {test.model} ({date})"
+    if not recent:
+        return f"{name} cannot fire: its table has no rows"
+    if any(r.dates >= test.min_history_days and r.median is not None and r.median >= test.min_trailing_mean
+           for r in recent):
+        return None
+    latest, why = recent[0], []
+    if days < test.min_history_days:
+        why.append(f"its trailing_days {days} is fewer than min_history_days {test.min_history_days}")
+    elif latest.dates < test.min_history_days:
+        why.append(f"only {latest.dates} dates of history, fewer than min_history_days {test.min_history_days}")
+    if latest.median is not None and latest.median < test.min_trailing_mean:
+        why.append(f"its trailing median is {latest.median:g} rows a date, below min_trailing_mean "
+                   f"{test.min_trailing_mean:g}")
+    if not why:  # min_history_days 0 and one date: no median to compare with
+        why.append("no date before its latest to compare with")
+    return f"{name} cannot fire: {'; '.join(why)}"
+
+
+def silent_tests(spark: Sql) -> list[str]:
+    """Per `volume_within_band` test that cannot fire at its table's current volume, why."""
+    return [why for test in volume_tests() if (why := cannot_fire(spark, test)) is not None]
