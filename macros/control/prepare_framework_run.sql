@@ -1,5 +1,9 @@
-{#- on-run-start. Checks the declaration of every selected model (check_framework_declaration:
-    a half-declared model stops the run before anything runs, naming what is missing), then,
+{#- on-run-start. Checks the declaration of every selected model before anything runs: its kind
+    (check_framework_declaration: a half-declared model, naming what is missing) and, for a
+    model that declares config.meta.backfill_safe, the whole declaration (declared_model: keys,
+    lookback, current state, the columns its event date, measures and scope name, its scope's
+    sources), so a typo stops the run with the model and the key named instead of surfacing in a
+    test or the on-run-end hook after the models built. Then,
     when the invocation selects a model of the framework's kind or a test of one, creates the
     control tables (ensure_control_tables) and installs the listener that tells record_scans the
     partitions each statement planned (install_scan_partitions). A run of plain dbt models only sends no statement:
@@ -12,7 +16,11 @@
     {% for unique_id in selected_resources %}
         {% set node = graph.nodes.get(unique_id) %}
         {% if node is not none and node.resource_type == 'model' %}
-            {% do backfill_safe.check_framework_declaration(node) %}
+            {% if (node.config.meta or {}).get('backfill_safe') is not none %}
+                {% do backfill_safe.declared_model(node) %}  {#- its kind checked first -#}
+            {% else %}
+                {% do backfill_safe.check_framework_declaration(node) %}
+            {% endif %}
             {% if backfill_safe.is_framework_model(node) %}
                 {% do needed.append(unique_id) %}
             {% endif %}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from decimal import Decimal
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from rich.console import Console
 from domains import SHOP_FACTS, SHOP_ONLY
 from helpers import Warehouse, customer, item, order, product
 from pipeline.backfill.runner import Backfill
+from pipeline.dbt import DbtError
 
 # a module with a build of its own: scripts/test.sh runs it in the second process, beside the
 # main one, to even the two processes' time
@@ -166,8 +168,6 @@ def test_a_late_correction_landed_but_not_yet_run_is_listed_before_the_run(base:
 
 
 def test_a_lookback_domain_the_var_does_not_name_is_an_error_not_a_default(base: Warehouse):
-    from pipeline.dbt import DbtError
-
     with pytest.raises(DbtError) as raised:
         base.dbt.invoke("compile", "--select", "fct_orders",
                         "--vars", "{lookback_days: {sale: 3, customers: 3, products: 3}}")
@@ -279,8 +279,6 @@ def _declaration_error(base: Warehouse, node: dict) -> str:
     only (the invocation fails)."""
     import json
 
-    from pipeline.dbt import DbtError
-
     log = Path(os.environ["PIPELINE_STATE_DIR"]) / "logs" / "dbt.log"
     start = log.stat().st_size if log.exists() else 0
     with pytest.raises(DbtError):
@@ -304,3 +302,25 @@ def test_a_model_of_the_kind_whose_table_is_not_wap_enabled_is_refused(base: War
     error = _declaration_error(base, _example_node(dict(DECLARATION), tblproperties={"format-version": "2"}))
     assert "model fct_example (models/x.sql): its select ends with merge_source()" in error
     assert "tblproperties {'write.wap.enabled': 'true'}" in error
+
+
+def test_a_broken_declaration_stops_the_run_before_any_model_runs(base: Warehouse):
+    """The whole declaration of every selected model is checked on-run-start (declared_model in
+    prepare_framework_run): a lookback domain the vars no longer name stops the run with the
+    model and the key named, before its upstream view or any model runs, instead of after the
+    models before it built."""
+    import json
+
+    before = base.snapshot_id("marts.fct_orders")
+    base.spark.sql("drop view staging.stg_shop__orders")  # a run that reached it would create it
+    try:
+        # dbt stops the invocation at its on-run-start hook: an exception, no node runs
+        with pytest.raises(DbtError, match=re.escape(
+                "model fct_orders (models/marts/fct_orders.sql), config.meta.backfill_safe: lookback domain "
+                "'sales' is not in var 'lookback_days' (domains: customers, products)")):
+            base.dbt.invoke("run", "--select", "stg_shop__orders", "fct_orders", "--vars",
+                            json.dumps({"lookback_days": {"customers": 3, "products": 3}}), check=False)
+        assert not base.spark.catalog.tableExists("staging.stg_shop__orders")
+        assert base.snapshot_id("marts.fct_orders") == before
+    finally:
+        base.dbt_run("--select", "stg_shop__orders")  # put back for the module's other tests
