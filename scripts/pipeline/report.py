@@ -113,7 +113,7 @@ def collect(spark: Sql, dbt: Dbt, days: int = 14, runs: int = 30) -> Report:
         order by s.model_name, case when s.role = 'target' then 0 else 1 end, s.table_name""") \
         if spark.catalog.tableExists("control.run_scans") else None
     report.metrics = model_metrics(spark)
-    report.volume_silent = silent_tests(spark)
+    report.volume_silent = silent_tests(spark, dbt)
     report.freshness = dbt.freshness()
     report.drift = watermark_drift(dbt)
     report.alerts = _alerts(spark, dbt, report)

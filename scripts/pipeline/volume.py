@@ -4,9 +4,9 @@ The generic test (macros/tests/volume_within_band.sql) stays quiet while fewer t
 `min_history_days` dates of history exist and while the trailing median of rows per date is
 below `min_trailing_mean`: on a small table (a few rows a date) it can never fire, and its
 passing says nothing. Per test of the manifest (its own arguments, the macro's defaults for the
-rest, read from the macro's signature), one query computes the macro's own figures at the
-table's recent dates (a calendar spine with empty dates as 0, the median of the `trailing_days`
-dates before); when no recent date gets past both guards, a statement says why. Shown by
+rest, read from the macro's signature), the test's own figures at the table's recent dates (macro
+volume_band_figures, read through `dbt show`: the same spine and median the test judges, not a
+copy of its SQL); when no recent date gets past both guards, a statement says why. Shown by
 `pipeline status` and on the status page.
 """
 
@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from pipeline import iceberg
+from pipeline.dbt import Dbt
 from pipeline.engine import Sql
 from pipeline.manifest import _IDENTIFIER, _manifest, _relation
 
@@ -68,46 +69,36 @@ def _defaults(manifest: dict, node: dict) -> dict[str, str]:
     return {}
 
 
-def cannot_fire(spark: Sql, test: VolumeTest) -> str | None:
+def cannot_fire(spark: Sql, dbt: Dbt, test: VolumeTest) -> str | None:
     """Why `test` cannot fire at its table's current volume; None when one of its recent dates
     gets past both guards (or the table is not built: nothing to judge). The figures are the
-    macro's (the same spine, window and median), said for the latest date."""
+    test's own (volume_band_figures), said for the latest date."""
     if not iceberg.table_exists(spark, test.relation):
         return None
-    date, days = test.date_column, test.trailing_days
-    recent = spark.sql(f"""
-        with bounds as (select min({date}) as first_day, max({date}) as last_day from {test.relation}),
-        calendar as (select explode(sequence(first_day, last_day, interval 1 day)) as day from bounds),
-        daily as (select {date} as day, count(*) as row_count from {test.relation} group by {date}),
-        series as (select calendar.day, coalesce(daily.row_count, 0) as row_count
-                   from calendar left join daily on calendar.day = daily.day),
-        history as (select day,
-                           percentile(row_count, 0.5) over (order by day rows between {days} preceding
-                                                            and 1 preceding) as median,
-                           count(*) over (order by day rows between {days} preceding and 1 preceding) as dates
-                    from series)
-        select history.day, history.median, history.dates from history cross join bounds
-        where history.day > date_sub(bounds.last_day, {test.recent_days})
-        order by history.day desc""").collect()
-    name = f"{TEST} on {test.model} ({date})"
+    days = test.trailing_days
+    # names checked to be identifiers and numbers to be numbers (volume_tests): safe in Jinja and SQL
+    recent = sorted(dbt.show(f"{{{{ backfill_safe.volume_band_figures('{test.relation}', '{test.date_column}',"
+                             f" {days}, {test.recent_days}) }}}}"), key=lambda r: r["day"], reverse=True)
+    name = f"{TEST} on {test.model} ({test.date_column})"
     if not recent:
         return f"{name} cannot fire: its table has no rows"
-    if any(r.dates >= test.min_history_days and r.median is not None and r.median >= test.min_trailing_mean
-           for r in recent):
+    if any(r["trailing_days"] >= test.min_history_days and r["trailing_mean"] is not None
+           and r["trailing_mean"] >= test.min_trailing_mean for r in recent):
         return None
     latest, why = recent[0], []
+    history, median = latest["trailing_days"], latest["trailing_mean"]
     if days < test.min_history_days:
         why.append(f"its trailing_days {days} is fewer than min_history_days {test.min_history_days}")
-    elif latest.dates < test.min_history_days:
-        why.append(f"only {latest.dates} dates of history, fewer than min_history_days {test.min_history_days}")
-    if latest.median is not None and latest.median < test.min_trailing_mean:
-        why.append(f"its trailing median is {latest.median:g} rows a date, below min_trailing_mean "
+    elif history < test.min_history_days:
+        why.append(f"only {history} dates of history, fewer than min_history_days {test.min_history_days}")
+    if median is not None and median < test.min_trailing_mean:
+        why.append(f"its trailing median is {float(median):g} rows a date, below min_trailing_mean "
                    f"{test.min_trailing_mean:g}")
     if not why:  # min_history_days 0 and one date: no median to compare with
         why.append("no date before its latest to compare with")
     return f"{name} cannot fire: {'; '.join(why)}"
 
 
-def silent_tests(spark: Sql) -> list[str]:
+def silent_tests(spark: Sql, dbt: Dbt) -> list[str]:
     """Per `volume_within_band` test that cannot fire at its table's current volume, why."""
-    return [why for test in volume_tests() if (why := cannot_fire(spark, test)) is not None]
+    return [why for test in volume_tests() if (why := cannot_fire(spark, dbt, test)) is not None]

@@ -83,8 +83,8 @@ def test_status_says_when_a_volume_test_cannot_fire_at_its_tables_volume(warehou
     from pipeline import volume
 
     tests = {t.model: t for t in volume.volume_tests()}
-    assert volume.cannot_fire(warehouse.spark, tests["fct_order_item"]) is not None
-    assert volume.cannot_fire(warehouse.spark, dataclasses.replace(tests["fct_order_item"], min_trailing_mean=2)) is None
+    assert volume.cannot_fire(warehouse.spark, warehouse.dbt, tests["fct_order_item"]) is not None
+    assert volume.cannot_fire(warehouse.spark, warehouse.dbt, dataclasses.replace(tests["fct_order_item"], min_trailing_mean=2)) is None
 
 
 def test_status_says_nothing_of_a_volume_test_that_can_fire(warehouse: Warehouse, capsys):

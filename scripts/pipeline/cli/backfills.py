@@ -149,7 +149,7 @@ def register(group: click.Group) -> None:
             from pipeline.volume import silent_tests
 
             out.print(metrics_table(model_metrics(runner.spark)))
-            for line in silent_tests(runner.spark):  # a guard that keeps the test quiet whatever the volume
+            for line in silent_tests(runner.spark, runner.dbt):  # a guard that keeps the test quiet whatever the volume
                 out.print(line, markup=False, highlight=False)
             drift = watermark_drift(runner.dbt)
             ahead = sorted({d.model_name for d in drift})
