@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pipeline import iceberg, paths, warehouse
-from pipeline.dbt import Dbt, DbtError, NodeResult
+from pipeline.dbt import NOTHING_LANDED, Dbt, DbtError, NodeResult
 from sample.generate import GeneratorConfig, generate
 from pipeline.land import land
 from pipeline.manifest import incremental_models
@@ -133,8 +133,8 @@ def _freshness(dbt: Dbt, spark, clock: datetime) -> Table:
         table.add_column(column)
     for found in dbt.freshness():
         latest = found.max_loaded_at
-        if latest is None or latest.year == 1:  # dbt's sentinel for a table with no rows
-            table.add_row(found.source, "[dim]no rows landed[/]", "-", "-")
+        if latest is None:  # nothing landed yet (Dbt.freshness reads dbt's sentinel for no rows)
+            table.add_row(found.source, f"[dim]{NOTHING_LANDED}[/]", "-", "-")
             continue
         age = (clock - (latest if latest.tzinfo else latest.replace(tzinfo=UTC))).total_seconds()
         status = _freshness_status(age, found.warn_after_seconds, found.error_after_seconds)

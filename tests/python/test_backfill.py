@@ -543,7 +543,8 @@ def test_status_page_renders_in_a_real_browser_with_the_figures_of_a_known_run(b
     assert dom.stdout.count('class="bar"') >= 1  # the records added per daily run
 
     shot = tmp_path / "status.png"
-    screenshot = browse(f"--screenshot={shot}", "--window-size=1000,1400")
+    # tall enough to reach the charts below the alerts, the volume section and the tables above them
+    screenshot = browse(f"--screenshot={shot}", "--window-size=1000,2000")
     assert screenshot.returncode == 0 and shot.exists(), screenshot.stderr[-2000:]
     colours = Image.open(shot).convert("RGB").getcolors(1_000_000)
     chart_blue = sum(n for n, rgb in colours if rgb == (0x1F, 0x77, 0xB4))
