@@ -139,13 +139,7 @@ class Dbt:
     def show(self, inline: str) -> list[dict]:
         """`dbt show --inline SQL`, every row (no limit), as dicts: the rows of a select that a
         macro renders (Jinja, the graph, run_query), read from Python without a copy of its SQL."""
-        command = ["show", "--inline", inline, "--limit", "-1"]
-        # --log-level none: show prints its rows even with --quiet; they are returned here instead
-        result: dbtRunnerResult = self._runner.invoke(
-            ["--quiet", "--log-level", "none", "--log-path", str(paths.state_dir() / "logs"), *command,
-             "--project-dir", str(paths.PROJECT_DIR), "--profiles-dir", str(paths.PROFILES_DIR)])
-        if result.exception is not None or not result.success:
-            raise DbtError(command, [], result.exception)
+        result = self._invoke_silent(["show", "--inline", inline, "--limit", "-1"])
         [shown] = [r for r in result.result.results if r.node.name == "inline_query"]
         table = shown.agate_table
         return [dict(zip(table.column_names, row)) for row in table.rows]
@@ -159,13 +153,18 @@ class Dbt:
 
     def ls(self, *args: str) -> list[str]:
         """`dbt ls ... --output name`: the selected nodes' names."""
-        # --log-level none: `ls` prints its results even with --quiet; they are returned here instead
-        full = ["--quiet", "--log-level", "none", "--log-path", str(paths.state_dir() / "logs"), "ls", *args, "--output", "name",
+        result = self._invoke_silent(["ls", *args, "--output", "name"])
+        return [str(name) for name in result.result or []]
+
+    def _invoke_silent(self, command: list[str]) -> dbtRunnerResult:
+        """An invocation whose results are returned, not printed: `ls` and `show` print them even
+        with --quiet, so --log-level none too. DbtError when it fails."""
+        full = ["--quiet", "--log-level", "none", "--log-path", str(paths.state_dir() / "logs"), *command,
                 "--project-dir", str(paths.PROJECT_DIR), "--profiles-dir", str(paths.PROFILES_DIR)]
         result: dbtRunnerResult = self._runner.invoke(full)
         if result.exception is not None or not result.success:
-            raise DbtError(["ls", *args], [], result.exception)
-        return [str(name) for name in result.result or []]
+            raise DbtError(command, [], result.exception)
+        return result
 
 
 _PERIOD_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
