@@ -16,7 +16,8 @@
     {% for unique_id in selected_resources %}
         {% set node = graph.nodes.get(unique_id) %}
         {% if node is not none and node.resource_type == 'model' %}
-            {% if (node.config.meta or {}).get('backfill_safe') is not none %}
+            {% if (node.config.meta or {}).get('backfill_safe') is not none
+                or node.config.materialized == 'backfill_safe' %}
                 {% do backfill_safe.declared_model(node) %}  {#- its kind checked first -#}
             {% else %}
                 {% do backfill_safe.check_framework_declaration(node) %}

@@ -24,7 +24,7 @@
     Returns none, and creates nothing, when every key is in scope (full build, full refresh, no
     watermark yet) or while dbt parses. -#}
 {% macro cache_scope_keys() %}
-    {% if not execute or not is_incremental() %}
+    {% if not execute or not backfill_safe.is_incremental_run() %}
         {{ return(none) }}
     {% endif %}
     {% set scope = backfill_safe.declared_scope() %}

@@ -2,7 +2,8 @@
     config.meta.backfill_safe.scope, checked and normalised. The declaration:
       key:        the column, of the model's rows and of its direct sources, that names one unit
                   of recomputation (a run recomputes every row of each key its changes reach,
-                  from all the key's versions), e.g. an order id for a fact of order lines
+                  from all the key's versions), e.g. an order id for a fact of order lines;
+                  the model's unique_key when left out
       event_time: '<source>.<table>.<column>': the event time of a key (the date of its rows'
                   event_date is the date of this column on its current version); a direct source
       changes:    the landed sources whose new versions put keys in scope, each either
@@ -16,8 +17,11 @@
                   no key in scope (list them in watermark_exclude too): each
                   {source, on, named_by}: the versions of the members whose `on` a direct
                   source's versions in scope name are read once and cached with the scope
-      awaiting:   (optional) a predicate on the table's columns: its rows for which it is true
-                  (pointing to an unknown member) are in every daily run's scope until it arrives
+      awaiting:   (optional) the table's rows in every daily run's scope until what they wait
+                  for arrives: a list of the model's columns, each either a dimension key (a
+                  row waits while it is the unknown member's key, unknown_member_key) or
+                  {flag: <boolean column>} (a row waits while it is true); or, written the old
+                  way, a SQL predicate on the table's columns
     Returned as {key, domain, event: {source_name, table, column}, direct: [{source_name, table,
     update_column}], through: [{source_name, table, update_column, via: {source_name, table},
     on, effective_dated}], lookups: [{source_name, table, on, named_by: {source_name, table}}],
@@ -25,7 +29,7 @@
     that names what its sources lack is a compiler error naming the model (`where_declared`:
     "model <name> (<file>), config.meta.backfill_safe") and the key; the sources are checked
     only once dbt executes (while it parses there is no graph). -#}
-{% macro scope_declaration(where_declared, block) %}
+{% macro scope_declaration(where_declared, block, unique_key=none) %}
     {% set scope = (block or {}).get('scope') if block is mapping else none %}
     {% if scope is none %}
         {{ return(none) }}
@@ -40,10 +44,14 @@
         {{ exceptions.raise_compiler_error(where ~ ": unknown key '" ~ name ~ "' (keys: "
             ~ known | join(', ') ~ ")") }}
     {% endfor %}
-    {% for name in ['key', 'event_time', 'changes'] if not scope.get(name) %}
+    {% for name in ['key', 'event_time', 'changes']
+        if not scope.get(name) and not (name == 'key' and unique_key) %}
         {{ exceptions.raise_compiler_error(where ~ ": '" ~ name ~ "' is missing") }}
     {% endfor %}
-    {% set key = scope.key %}
+    {% set key = scope.get('key') or unique_key %}
+    {% if not (key is string and modules.re.fullmatch('[A-Za-z_][A-Za-z0-9_]*', key)) %}
+        {{ exceptions.raise_compiler_error(where ~ ".key: one column name; got " ~ key) }}
+    {% endif %}
     {% set event_parts = (scope.event_time | string).split('.') %}
     {% if event_parts | length != 3 %}
         {{ exceptions.raise_compiler_error(where ~ ": event_time must read "
@@ -115,10 +123,8 @@
         {% endif %}
         {% do backfill_safe.scope_contract_of(where ~ "." ~ name, table, columns) %}
     {% endfor %}
-    {% if scope.get('awaiting') is not none and scope.awaiting is not string %}
-        {{ exceptions.raise_compiler_error(where ~ ".awaiting: a SQL predicate on the table's "
-            ~ "columns; got " ~ scope.awaiting) }}
-    {% endif %}
+    {% set awaiting = backfill_safe.awaiting_predicate(
+        where ~ ".awaiting", scope.get('awaiting')) %}
     {{ return({
         'key': key,
         'domain': block.get('lookback'),
@@ -126,7 +132,7 @@
         'direct': declared.direct,
         'through': declared.through,
         'lookups': declared.lookups,
-        'awaiting': scope.get('awaiting'),
+        'awaiting': awaiting,
     }) }}
 {% endmacro %}
 
@@ -135,7 +141,8 @@
 {% macro declared_scope() %}
     {% set block = (config.get('meta') or {}).get('backfill_safe') %}
     {{ return(backfill_safe.scope_declaration("model " ~ model.name ~ " ("
-        ~ model.original_file_path ~ "), config.meta.backfill_safe", block)) }}
+        ~ model.original_file_path ~ "), config.meta.backfill_safe", block,
+        config.get('unique_key'))) }}
 {% endmacro %}
 
 {#- '<source>.<table>' as {source_name, table}, or a compiler error naming `where`. -#}
@@ -168,4 +175,29 @@
     {{ return({'source_name': table.source_name, 'table': table.table,
                'name': table.source_name ~ '.' ~ table.table,
                'update_column': contract.update_column}) }}
+{% endmacro %}
+
+{#- scope.awaiting as a SQL predicate on the table's columns, or none: a list of the model's
+    columns (a dimension key: `<column> = <unknown_member_key>`; {flag: <column>}: the column),
+    joined by `or`; a string is taken as the predicate itself (the old way). A compiler error
+    naming `where` for anything else. -#}
+{% macro awaiting_predicate(where, awaiting) %}
+    {% if awaiting is none or awaiting is string %}
+        {{ return(awaiting) }}
+    {% endif %}
+    {% set identifier = '[A-Za-z_][A-Za-z0-9_]*' %}
+    {% set terms = [] %}
+    {% for entry in (awaiting if awaiting is sequence and awaiting is not mapping else [none]) %}
+        {% if entry is string and modules.re.fullmatch(identifier, entry) %}
+            {% do terms.append(entry ~ " = " ~ backfill_safe.unknown_member_key()) %}
+        {% elif entry is mapping and entry.keys() | list == ['flag']
+            and entry.flag is string and modules.re.fullmatch(identifier, entry.flag) %}
+            {% do terms.append(entry.flag) %}
+        {% else %}
+            {{ exceptions.raise_compiler_error(where ~ ": a list of the model's columns, each a "
+                ~ "dimension key (waiting while it is the unknown member's) or {flag: <boolean "
+                ~ "column>}; got " ~ awaiting) }}
+        {% endif %}
+    {% endfor %}
+    {{ return(terms | join(' or ') if terms else none) }}
 {% endmacro %}

@@ -9,7 +9,7 @@
     recorded start (a watermark table from before the column: its next run reads the whole
     lookback, then records its start). -#}
 {% macro incremental_landed_bound() %}
-    {% if not is_incremental() or backfill_safe.backfill_window() is not none %}
+    {% if not backfill_safe.is_incremental_run() or backfill_safe.backfill_window() is not none %}
         {{ return(none) }}
     {% endif %}
     {% set last_run_started_at = backfill_safe.get_watermark(

@@ -4,7 +4,7 @@
     build or full refresh, or a table whose pipeline has no watermark yet.
     Models filter with `updated_at > lower_bound` on the current state of their inputs. -#}
 {% macro incremental_lower_bound(domain) %}
-    {% if not is_incremental() %}
+    {% if not backfill_safe.is_incremental_run() %}
         {{ return(none) }}
     {% endif %}
     {% set watermark = backfill_safe.get_watermark(this.identifier) %}

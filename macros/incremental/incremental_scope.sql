@@ -24,7 +24,7 @@
             ~ "argument the select's filter: give both the same value") }}
     {% endif %}
     {% set window = backfill_safe.backfill_window() %}
-    {% if window is not none and is_incremental() %}
+    {% if window is not none and backfill_safe.is_incremental_run() %}
         {% if event_date_column is none %}
             {{ return(none) }}
         {% endif %}

@@ -31,69 +31,76 @@
         {#- the kind's configuration, checked as the model compiles (is_framework_model) -#}
         {% do backfill_safe.check_framework_declaration(model) %}
     {% endif %}
-    {% if not is_incremental() %}
+    {% if not backfill_safe.is_incremental_run() %}
         select * from {{ live }}
     {% else %}
-        {% set columns = adapter.get_columns_in_relation(this) | map(attribute='name') | list %}
-        {#- the select is written with the table's column names, so a column added to (or
-            dropped from) the model would be silently left out (or fail in Spark's analysis):
-            the model's yml columns are compared with the table's first. `changes` needs them
-            (every mart documents all of them); without `changes` they are compared when the
-            yml declares columns (a model with an enforced contract must) -#}
-        {% set declared = model.columns.keys() | list %}
-        {% if declared or changes is not none %}
-            {% set missing = columns | reject('in', declared) | list %}
-            {% set extra = declared | reject('in', columns) | list %}
-            {% if not declared or missing or extra %}
-                {{ exceptions.raise_compiler_error(
-                    "model " ~ this ~ ": its select no longer matches the table (table columns "
-                    ~ "the model does not declare in its yml: " ~ missing ~ ", declared columns "
-                    ~ "the table has not: " ~ extra ~ "). Rebuild it with --full-refresh, or "
-                    ~ "migrate the table first.") }}
-            {% endif %}
-        {% endif %}
-        {% if changes is none %}
-        select
-            {%- for column in columns %}
-            changed.{{ column }},
-            {%- endfor %}
-            false as _is_deleted
-        from {{ live }} as changed
-        left anti join {{ this }} as existing
-            on
-            {%- for column in columns %}
-            changed.{{ column }} <=> existing.{{ column }}{{ " and" if not loop.last }}
-            {%- endfor %}
-        {% else %}
-        {% if unique_key is none %}
+        {{ backfill_safe.rows_to_merge(live, changes, unique_key, existing) }}
+    {% endif %}
+{% endmacro %}
+
+{#- The rows an incremental run sends to the MERGE, flagged `_is_deleted` (merge_source's
+    incremental half, and the materialization's): `live` and `changes` are CTE names or
+    parenthesized selects; see merge_source. -#}
+{% macro rows_to_merge(live, changes=none, unique_key=none, existing=none) %}
+    {% set columns = adapter.get_columns_in_relation(this) | map(attribute='name') | list %}
+    {#- the select is written with the table's column names, so a column added to (or
+        dropped from) the model would be silently left out (or fail in Spark's analysis):
+        the model's yml columns are compared with the table's first. `changes` needs them
+        (every mart documents all of them); without `changes` they are compared when the
+        yml declares columns (a model with an enforced contract must) -#}
+    {% set declared = model.columns.keys() | list %}
+    {% if declared or changes is not none %}
+        {% set missing = columns | reject('in', declared) | list %}
+        {% set extra = declared | reject('in', columns) | list %}
+        {% if not declared or missing or extra %}
             {{ exceptions.raise_compiler_error(
-                "model " ~ this ~ ": merge_source(changes=...) needs the unique_key") }}
+                "model " ~ this ~ ": its select no longer matches the table (table columns "
+                ~ "the model does not declare in its yml: " ~ missing ~ ", declared columns "
+                ~ "the table has not: " ~ extra ~ "). Rebuild it with --full-refresh, or "
+                ~ "migrate the table first.") }}
         {% endif %}
-        select
-            {%- for column in columns %}
-            case
-                when changes.is_deleted then existing.{{ column }} else changes.{{ column }}
-            end as {{ column }},
-            {%- endfor %}
-            changes.is_deleted as _is_deleted
-        from {{ changes }} as changes
-        left join (
-            select * from {{ this }}
-            {%- if existing %}
-            where {{ existing }}
-            {%- endif %}
-        ) as existing
-            on changes.{{ unique_key }} = existing.{{ unique_key }}
-        where
-            (changes.is_deleted and existing.{{ unique_key }} is not null)
-            or (
-                not changes.is_deleted
-                and not (
-                    {%- for column in columns %}
-                    changes.{{ column }} <=> existing.{{ column }}{{ " and" if not loop.last }}
-                    {%- endfor %}
-                )
+    {% endif %}
+    {% if changes is none %}
+    select
+        {%- for column in columns %}
+        changed.{{ column }},
+        {%- endfor %}
+        false as _is_deleted
+    from {{ live }} as changed
+    left anti join {{ this }} as existing
+        on
+        {%- for column in columns %}
+        changed.{{ column }} <=> existing.{{ column }}{{ " and" if not loop.last }}
+        {%- endfor %}
+    {% else %}
+    {% if unique_key is none %}
+        {{ exceptions.raise_compiler_error(
+            "model " ~ this ~ ": merge_source(changes=...) needs the unique_key") }}
+    {% endif %}
+    select
+        {%- for column in columns %}
+        case
+            when changes.is_deleted then existing.{{ column }} else changes.{{ column }}
+        end as {{ column }},
+        {%- endfor %}
+        changes.is_deleted as _is_deleted
+    from {{ changes }} as changes
+    left join (
+        select * from {{ this }}
+        {%- if existing %}
+        where {{ existing }}
+        {%- endif %}
+    ) as existing
+        on changes.{{ unique_key }} = existing.{{ unique_key }}
+    where
+        (changes.is_deleted and existing.{{ unique_key }} is not null)
+        or (
+            not changes.is_deleted
+            and not (
+                {%- for column in columns %}
+                changes.{{ column }} <=> existing.{{ column }}{{ " and" if not loop.last }}
+                {%- endfor %}
             )
-        {% endif %}
+        )
     {% endif %}
 {% endmacro %}

@@ -9,7 +9,8 @@
     False (run as usual) on a full build, a backfill, a dual run, without a recorded start, and
     for a model with another input (a seed, a table, vars only: dim_channel, dim_date). -#}
 {% macro nothing_landed_since_last_run() %}
-    {% if not execute or not is_incremental() or backfill_safe.backfill_window() is not none
+    {% if not execute or not backfill_safe.is_incremental_run()
+        or backfill_safe.backfill_window() is not none
         or var('dual_run_model', none) is not none %}
         {{ return(false) }}
     {% endif %}

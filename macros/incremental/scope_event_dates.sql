@@ -9,7 +9,7 @@
     prunes files at planning time only on predicates it is given as values. Called after
     cache_scope_keys made the run's cached views (by the select, after it, and by the MERGE). -#}
 {% macro scope_event_dates(column) %}
-    {% if not execute or not is_incremental() %}
+    {% if not execute or not backfill_safe.is_incremental_run() %}
         {{ return(none) }}
     {% endif %}
     {% set scope = backfill_safe.declared_scope() %}

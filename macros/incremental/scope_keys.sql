@@ -18,7 +18,7 @@
     A row of incremental_scope's daily scope has updated_at = the greatest of its inputs'
     update times, each a version of a declared change: its key is here. -#}
 {% macro scope_keys() %}
-    {% if not is_incremental() %}
+    {% if not backfill_safe.is_incremental_run() %}
         {{ return(none) }}
     {% endif %}
     {% set scope = backfill_safe.declared_scope() %}

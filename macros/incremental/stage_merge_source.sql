@@ -35,7 +35,8 @@
 {#- Post-hook of a framework model (merge_source adds it): drops this invocation's staged source
     (stage_merge_source) once the MERGE committed. Renders nothing on a full build. -#}
 {% macro drop_staged_merge_source() %}
-    {% if not execute or not is_incremental() or not backfill_safe.is_framework_model() %}
+    {% if not execute or not backfill_safe.is_incremental_run()
+        or not backfill_safe.is_framework_model() %}
         {{ return('') }}
     {% endif %}
     {% if not backfill_safe.model_meta('stage_merge_source', true) %}

@@ -4,7 +4,11 @@
                      restatement rewrites, the grain of its reconciliation
       lookback:      its window in whole days, or a domain of var lookback_days (shared)
       current_state: the model that holds every key's row as it should be now, with no
-                     incremental logic (every column of this model plus `is_deleted`)
+                     incremental logic (every column of this model plus `is_deleted`); for a
+                     model materialized `backfill_safe` whose select reads one model, that
+                     model when left out
+      dimension:     (a dimension, instead of event_date, current_state, measures and scope)
+                     its type and members (declared_dimension)
       measures:      (optional) the columns whose daily sums reconcile it, e.g. [net_amount]
       scope:         (optional) how its rows are tied to its sources' versions, so a daily run
                      reads only the keys its changes reach (declared_scope)
@@ -22,29 +26,24 @@
         {{ exceptions.raise_compiler_error(where ~ ": a mapping with event_date, lookback and "
             ~ "current_state is required; got " ~ block) }}
     {% endif %}
+    {% if 'dimension' in block %}
+        {{ return(backfill_safe.declared_dimension(node, block, where)) }}
+    {% endif %}
     {% set known = ['event_date', 'lookback', 'current_state', 'measures', 'scope',
-                    'max_scan_share'] %}
+                    'max_scan_share', 'dimension'] %}
     {% for key in block.keys() if key not in known %}
         {{ exceptions.raise_compiler_error(where ~ ": unknown key '" ~ key ~ "' (keys: "
             ~ known | join(', ') ~ ")") }}
     {% endfor %}
+    {% set current_state = block.get('current_state')
+        or backfill_safe.selected_model(node) %}
     {% for key in ['event_date', 'lookback', 'current_state']
-        if block.get(key) is none or block.get(key) == '' %}
-        {{ exceptions.raise_compiler_error(where ~ ": '" ~ key ~ "' is missing") }}
+        if (block.get(key) if key != 'current_state' else current_state) in [none, ''] %}
+        {{ exceptions.raise_compiler_error(where ~ ": '" ~ key ~ "' is missing"
+            ~ (" (it is the model the select reads when it reads one; this one reads "
+               ~ node.depends_on.nodes | join(', ') ~ ")" if key == 'current_state' else "")) }}
     {% endfor %}
-    {% set domains = var('lookback_days', {}) %}
-    {% if block.lookback is integer %}
-        {% if block.lookback < 0 %}
-            {{ exceptions.raise_compiler_error(where ~ ": lookback: a whole number of days >= 0 "
-                ~ "or a domain of var 'lookback_days'; got " ~ block.lookback) }}
-        {% endif %}
-    {% elif block.lookback is not string or domains is not mapping
-        or block.lookback not in domains %}
-        {{ exceptions.raise_compiler_error(where ~ ": lookback domain '" ~ block.lookback
-            ~ "' is not in var 'lookback_days' (domains: " ~ ((domains.keys() | list | sort
-            | join(', ')) if domains is mapping else 'none') ~ "); name one, or declare the "
-            ~ "model's own window in whole days (lookback: 3)") }}
-    {% endif %}
+    {% do backfill_safe.lookback_declaration(where, block.lookback) %}
     {% set share = backfill_safe.max_scan_share(node) %}
     {% set unique_key = node.config.unique_key %}
     {% if unique_key is not string or not unique_key %}
@@ -59,13 +58,13 @@
             ~ "model's documented columns " ~ documented) }}
     {% endfor %}
     {% set states = graph.nodes.values() | selectattr('resource_type', 'equalto', 'model')
-        | selectattr('name', 'equalto', block.current_state) | list %}
+        | selectattr('name', 'equalto', current_state) | list %}
     {% if not states %}
-        {{ exceptions.raise_compiler_error(where ~ ": current_state '" ~ block.current_state
+        {{ exceptions.raise_compiler_error(where ~ ": current_state '" ~ current_state
             ~ "' is no model of the project") }}
     {% endif %}
     {% set state = states[0] %}
-    {% set scope = backfill_safe.scope_declaration(where, block) %}
+    {% set scope = backfill_safe.scope_declaration(where, block, unique_key) %}
     {% if scope is not none and documented and scope.key not in documented %}
         {{ exceptions.raise_compiler_error(where ~ ".scope: key '" ~ scope.key ~ "' is not among "
             ~ "the model's documented columns " ~ documented) }}
@@ -84,10 +83,13 @@
         'measures': measures,
         'scope': scope,
         'max_scan_share': share,
+        'dimension': none,
     }) }}
 {% endmacro %}
 
-{#- Every model that declares config.meta.backfill_safe, as declared_model gives it, by name.
+{#- Every model that declares config.meta.backfill_safe (a dimension's declaration aside: it
+    has no event date to restate nor current state to reconcile), as declared_model gives it,
+    by name.
     Empty while dbt parses (no graph yet). -#}
 {% macro declared_models() %}
     {% set found = [] %}
@@ -95,7 +97,10 @@
         {% for node in graph.nodes.values() | sort(attribute='name')
             if node.resource_type == 'model'
             and (node.config.meta or {}).get('backfill_safe') is not none %}
-            {% do found.append(backfill_safe.declared_model(node)) %}
+            {% set declared = backfill_safe.declared_model(node) %}
+            {% if declared.dimension is none %}
+                {% do found.append(declared) %}
+            {% endif %}
         {% endfor %}
     {% endif %}
     {{ return(found) }}
@@ -109,7 +114,121 @@
         and (node.schema | lower) == (relation.schema | lower)
         and (node.alias | lower) == (relation.identifier | lower)
         and (node.config.meta or {}).get('backfill_safe') is not none %}
-        {{ return(backfill_safe.declared_model(node)) }}
+        {% set declared = backfill_safe.declared_model(node) %}
+        {{ return(declared if declared.dimension is none else none) }}
     {% endfor %}
     {{ return(none) }}
+{% endmacro %}
+
+{#- A lookback as declared (whole days >= 0, or a domain of var lookback_days), or a compiler
+    error naming `where`. -#}
+{% macro lookback_declaration(where, lookback) %}
+    {% set domains = var('lookback_days', {}) %}
+    {% if lookback is integer %}
+        {% if lookback < 0 %}
+            {{ exceptions.raise_compiler_error(where ~ ": lookback: a whole number of days >= 0 "
+                ~ "or a domain of var 'lookback_days'; got " ~ lookback) }}
+        {% endif %}
+    {% elif lookback is not string or domains is not mapping
+        or lookback not in domains %}
+        {{ exceptions.raise_compiler_error(where ~ ": lookback domain '" ~ lookback
+            ~ "' is not in var 'lookback_days' (domains: " ~ ((domains.keys() | list | sort
+            | join(', ')) if domains is mapping else 'none') ~ "); name one, or declare the "
+            ~ "model's own window in whole days (lookback: 3)") }}
+    {% endif %}
+{% endmacro %}
+
+{#- The one model a node's select reads (its current state, when it declares none), or none
+    when it reads several, or a source. -#}
+{% macro selected_model(node) %}
+    {% set parents = node.depends_on.nodes if node.config.materialized == 'backfill_safe' else [] %}
+    {% if parents | length == 1 and parents[0].startswith('model.') and execute %}
+        {{ return(graph.nodes[parents[0]].name) }}
+    {% endif %}
+    {{ return(none) }}
+{% endmacro %}
+
+{#- A dimension's declaration under config.meta.backfill_safe:
+      lookback:   its window in whole days, or a domain of var lookback_days
+      dimension:  {type: 1 | 2, member_key: <column>, unknown_member: {<column>: <value>}}
+        type 1:         one row per member, its current version (deleted members kept, flagged)
+        type 2:         one row per version, valid_from / valid_to / is_current from its
+                        update time, a late version closing the interval of the one before it
+        member_key:     the column that names a member (the select's rows are its versions)
+        unknown_member: the values of the unknown member's columns (the row facts point to
+                        while their member has not arrived); its unique key is
+                        unknown_member_key(), its member_key -1 unless given, every other
+                        column null unless given
+    The unique_key is the dimension's surrogate key (surrogate_key of the member key, and for
+    type 2 of its update time), written by the materialization. Returned as declared_model's
+    fields with `dimension`: {type, member_key, unknown_member}. -#}
+{% macro declared_dimension(node, block, where) %}
+    {% set known = ['lookback', 'dimension'] %}
+    {% for key in block.keys() if key not in known %}
+        {{ exceptions.raise_compiler_error(where ~ ": unknown key '" ~ key ~ "' for a dimension "
+            ~ "(keys: " ~ known | join(', ') ~ ")") }}
+    {% endfor %}
+    {% if node.config.materialized != 'backfill_safe' %}
+        {{ exceptions.raise_compiler_error(where ~ ".dimension: a dimension of the kind is "
+            ~ "materialized 'backfill_safe' (it is '" ~ node.config.materialized ~ "')") }}
+    {% endif %}
+    {% if block.get('lookback') in [none, ''] %}
+        {{ exceptions.raise_compiler_error(where ~ ": 'lookback' is missing") }}
+    {% endif %}
+    {% do backfill_safe.lookback_declaration(where, block.lookback) %}
+    {% set dimension = block.dimension %}
+    {% set identifier = '[A-Za-z_][A-Za-z0-9_]*' %}
+    {% if dimension is not mapping %}
+        {{ exceptions.raise_compiler_error(where ~ ".dimension: a mapping with type and "
+            ~ "member_key; got " ~ dimension) }}
+    {% endif %}
+    {% for key in dimension.keys() if key not in ['type', 'member_key', 'unknown_member'] %}
+        {{ exceptions.raise_compiler_error(where ~ ".dimension: unknown key '" ~ key
+            ~ "' (keys: type, member_key, unknown_member)") }}
+    {% endfor %}
+    {% if dimension.get('type') not in [1, 2] %}
+        {{ exceptions.raise_compiler_error(where ~ ".dimension.type: 1 (overwritten) or 2 "
+            ~ "(versions with validity intervals); got " ~ dimension.get('type')) }}
+    {% endif %}
+    {% set member_key = dimension.get('member_key') %}
+    {% if not (member_key is string and modules.re.fullmatch(identifier, member_key)) %}
+        {{ exceptions.raise_compiler_error(where ~ ".dimension.member_key: one column name; got "
+            ~ member_key) }}
+    {% endif %}
+    {% set unique_key = node.config.unique_key %}
+    {% if not (unique_key is string and modules.re.fullmatch(identifier, unique_key)) %}
+        {{ exceptions.raise_compiler_error(where ~ ": the model needs one unique_key column in "
+            ~ "its config (the dimension's surrogate key); got " ~ unique_key) }}
+    {% endif %}
+    {% set unknown = dimension.get('unknown_member') or {} %}
+    {% if unknown is not mapping %}
+        {{ exceptions.raise_compiler_error(where ~ ".dimension.unknown_member: a mapping of "
+            ~ "column to value; got " ~ unknown) }}
+    {% endif %}
+    {% set documented = node.columns.keys() | list %}
+    {% if not documented %}
+        {{ exceptions.raise_compiler_error(where ~ ": a dimension of the kind documents its "
+            ~ "columns in its yml (they are the table's, in order)") }}
+    {% endif %}
+    {% set derived = [unique_key, member_key, 'is_deleted', 'updated_at']
+        + (['valid_from', 'valid_to', 'is_current'] if dimension.type == 2 else []) %}
+    {% for column in derived + unknown.keys() | list if column not in documented %}
+        {{ exceptions.raise_compiler_error(where ~ ".dimension: column '" ~ column ~ "' is not "
+            ~ "among the model's documented columns " ~ documented) }}
+    {% endfor %}
+    {% for column, value in unknown.items() if column in [unique_key] + derived[2:] %}
+        {{ exceptions.raise_compiler_error(where ~ ".dimension.unknown_member: '" ~ column
+            ~ "' is the framework's to write") }}
+    {% endfor %}
+    {{ return({
+        'name': node.name,
+        'unique_id': node.unique_id,
+        'unique_key': unique_key,
+        'lookback': block.lookback,
+        'event_date': none,
+        'scope': none,
+        'measures': [],
+        'dimension': {'type': dimension.type, 'member_key': member_key,
+                      'unknown_member': unknown},
+    }) }}
 {% endmacro %}

@@ -47,26 +47,44 @@ def _upstream_sources(manifest: dict, unique_id: str) -> tuple[str, ...]:
 
 
 def is_framework_model(node: dict) -> bool:
-    """A model of the framework's incremental kind: its select ends with merge_source(), which dbt
-    records in the node's depends_on.macros (the macro is_framework_model reads the same)."""
+    """A model of the framework's kind: materialized `backfill_safe`, or, written the old way,
+    an incremental model whose select ends with merge_source(), which dbt records in the node's
+    depends_on.macros (the macro is_framework_model reads the same)."""
+    if node.get("resource_type") != "model":
+        return False
+    if node.get("config", {}).get("materialized") == "backfill_safe":
+        return True
     macros = node.get("depends_on", {}).get("macros", [])
-    return node.get("resource_type") == "model" and any(m.split(".")[-1] == "merge_source" for m in macros)
+    return any(m.split(".")[-1] == "merge_source" for m in macros)
+
+
+def _current_state(node: dict, block: dict, by_id: dict) -> dict | None:
+    """The declared current state, or, for a model materialized `backfill_safe` whose select
+    reads one model, that model (the macro declared_model derives the same)."""
+    if block.get("current_state"):
+        return next((n for n in by_id.values() if n["name"] == block["current_state"]), None)
+    parents = node.get("depends_on", {}).get("nodes", [])
+    if node["config"].get("materialized") == "backfill_safe" and len(parents) == 1 and parents[0] in by_id:
+        return by_id[parents[0]]
+    return None
 
 
 def incremental_models() -> list[IncrementalModel]:
     """The models of the framework's kind (is_framework_model); a team's plain incremental
     models (append, dbt-spark's merge, microbatch) are none of the tools' business."""
     manifest = _manifest()
-    by_name = {n["name"]: n for n in manifest["nodes"].values() if n["resource_type"] == "model"}
+    by_id = {i: n for i, n in manifest["nodes"].items() if n["resource_type"] == "model"}
     models = []
-    for node in by_name.values():
+    for node in by_id.values():
         config = node.get("config", {})
-        if config.get("materialized") != "incremental" or not is_framework_model(node):
+        if config.get("materialized") not in ("incremental", "backfill_safe") or not is_framework_model(node):
             continue
         block = (config.get("meta") or {}).get("backfill_safe")
+        if block is not None and "dimension" in block:
+            block = None  # a dimension's declaration: nothing to restate by date nor reconcile
         partition_by = config.get("partition_by") or []
         partition_by = [partition_by] if isinstance(partition_by, str) else partition_by
-        state = by_name.get(block.get("current_state")) if block else None
+        state = _current_state(node, block, by_id) if block else None
         declared_columns = {"event_date": (block or {}).get("event_date"),
                             **{f"measures[{i}]": m for i, m in enumerate((block or {}).get("measures") or [])}}
         for key, value in declared_columns.items():

@@ -27,18 +27,23 @@ def test_a_declared_model_brings_its_event_date_current_state_measures_and_sourc
     assert item.measures == ("quantity", "net_amount")
     # read through staging and the current-state views, not only its direct parents
     assert item.sources == ("raw.customers", "raw.order_items", "raw.orders", "raw.products")
-    # the dimensions declare nothing: the tools say so rather than guess
+    # the dimensions declare no event date nor current state: the tools say so rather than guess
     assert not models["dim_customer"].declared and models["dim_customer"].current_state is None
     assert models["dim_customer"].sources == ("raw.customers",)
+    # a model of the kind whose select reads one model: that model is its current state
+    trip = models["fct_trip"]
+    assert trip.declared and trip.current_state == "staging.int_trips__current_state"
 
 
 def test_only_models_of_the_framework_kind_are_pipelines(parsed: dict, tmp_path, monkeypatch):
-    # a plain incremental model (no merge_source(), here without a unique_key: dbt's append) is
+    # a plain incremental model (not materialized backfill_safe, no merge_source(), here without a
+    # unique_key: dbt's append) is
     # none of the tools' business: no pipeline, no KeyError on its missing key
     changed = json.loads(json.dumps(parsed))
     plain = json.loads(json.dumps(changed["nodes"]["model.backfill_safe.dim_customer"]))
     plain.update(name="plain_events", unique_id="model.backfill_safe.plain_events", alias="plain_events")
-    plain["config"] = {**plain["config"], "incremental_strategy": "append", "unique_key": None}
+    plain["config"] = {**plain["config"], "materialized": "incremental", "incremental_strategy": "append",
+                       "unique_key": None, "meta": {}}
     plain["depends_on"] = {**plain["depends_on"], "macros": []}
     changed["nodes"][plain["unique_id"]] = plain
     (tmp_path / "manifest.json").write_text(json.dumps(changed))

@@ -72,7 +72,10 @@ def test_a_run_with_a_framework_model_records_the_plain_models_beside_it(empty: 
      "its select ends with merge_source(), the framework's incremental kind, which needs "
      "materialized='incremental' (it is 'table'), one unique_key column (it is None)"),
     ("half_declared_meta",
-     "it declares config.meta.backfill_safe, but its select does not end with merge_source()"),
+     "it declares config.meta.backfill_safe, but it is not materialized 'backfill_safe'"),
+    ("half_declared_kind",
+     "materialized='backfill_safe' needs one unique_key column (it is None), file_format='iceberg' "
+     "(it is 'parquet') (docs/guides/add-a-source-and-a-model.md)"),
 ])
 def test_a_half_declared_model_is_refused_naming_what_is_missing(empty: Warehouse, model: str, message: str):
     # refused before the run starts (on-run-start checks every selected model), nothing built

@@ -260,17 +260,37 @@ BROKEN_DECLARATIONS = {
     "scope key undocumented": (
         {**DECLARATION, "scope": {**SCOPE, "key": "customer_id", "changes": ["shop.orders"]}},
         ".scope: key 'customer_id' is not among the model's documented columns"),
+    "awaiting neither columns nor flags": (
+        {**DECLARATION, "scope": {**SCOPE, "awaiting": ["customer_key", {"column": "awaits_product"}]}},
+        ".scope.awaiting: a list of the model's columns, each a dimension key"),
+}
+
+DIMENSION = {"lookback": 3, "dimension": {"type": 2, "member_key": "member_id"}}
+
+BROKEN_DIMENSIONS = {
+    "type 3": ({**DIMENSION, "dimension": {"type": 3, "member_key": "member_id"}},
+               ".dimension.type: 1 (overwritten) or 2 (versions with validity intervals); got 3"),
+    "undocumented member key": ({**DIMENSION, "dimension": {"type": 2, "member_key": "customer_id"}},
+                                ".dimension: column 'customer_id' is not among the model's documented columns"),
+    "a fact's key": ({**DIMENSION, "event_date": "valid_from"}, "unknown key 'event_date' for a dimension"),
+    "an unknown member the framework writes": (
+        {**DIMENSION, "dimension": {**DIMENSION["dimension"], "unknown_member": {"is_current": False}}},
+        ".dimension.unknown_member: 'is_current' is the framework's to write"),
+    "no lookback": ({"dimension": DIMENSION["dimension"]}, "'lookback' is missing"),
 }
 
 
-def _example_node(block: dict, tblproperties: dict | None = None) -> dict:
-    """A model node of the framework's kind, as dbt's graph holds it."""
+def _example_node(block: dict, tblproperties: dict | None = None, materialized: str = "incremental") -> dict:
+    """A model node of the framework's kind, as dbt's graph holds it: written the old way (its
+    select ends with merge_source()), or materialized backfill_safe."""
+    old_way = materialized == "incremental"
     return {"name": "fct_example", "unique_id": "model.backfill_safe.fct_example", "original_file_path": "models/x.sql",
             "database": None, "schema": "marts", "alias": "fct_example",
-            "config": {"unique_key": "order_id", "materialized": "incremental", "incremental_strategy": "merge",
+            "config": {"unique_key": "order_id", "materialized": materialized,
+                       "incremental_strategy": "merge" if old_way else None,
                        "file_format": "iceberg", "meta": {"backfill_safe": block},
                        "tblproperties": {"write.wap.enabled": "true"} if tblproperties is None else tblproperties},
-            "depends_on": {"macros": ["macro.backfill_safe.merge_source"], "nodes": []},  # the kind
+            "depends_on": {"macros": ["macro.backfill_safe.merge_source"] if old_way else [], "nodes": []},
             "columns": {"order_id": {}, "order_date": {}}}
 
 
@@ -294,6 +314,34 @@ def test_an_inconsistent_declaration_is_a_compile_error_naming_the_model_and_the
     error = _declaration_error(base, _example_node(block))
     assert "model fct_example (models/x.sql), config.meta.backfill_safe" in error
     assert message in error
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN_DIMENSIONS))
+def test_a_broken_dimension_declaration_is_a_compile_error_naming_the_model_and_the_key(base: Warehouse, case: str):
+    block, message = BROKEN_DIMENSIONS[case]
+    node = _example_node(block, materialized="backfill_safe")
+    node.update(columns={c: {} for c in ("member_key", "member_id", "member_name", "is_deleted", "valid_from",
+                                         "valid_to", "is_current", "updated_at")})
+    node["config"]["unique_key"] = "member_key"
+    error = _declaration_error(base, node)
+    assert "model fct_example (models/x.sql), config.meta.backfill_safe" in error
+    assert message in error
+
+
+def test_a_model_of_the_kind_reading_several_models_names_its_current_state(base: Warehouse):
+    """The current state is the model the select reads when it reads one; reading two, it must
+    be named: refused naming the key and what the select reads."""
+    block = {k: v for k, v in DECLARATION.items() if k != "current_state"}
+    node = _example_node(block, materialized="backfill_safe")
+    node["depends_on"]["nodes"] = ["model.backfill_safe.stg_shop__orders", "model.backfill_safe.stg_shop__customers"]
+    error = _declaration_error(base, node)
+    assert ("model fct_example (models/x.sql), config.meta.backfill_safe: 'current_state' is missing (it is the "
+            "model the select reads when it reads one; this one reads model.backfill_safe.stg_shop__orders, "
+            "model.backfill_safe.stg_shop__customers)") in error
+    import json
+
+    node["depends_on"]["nodes"] = ["model.backfill_safe.int_orders__current_state"]
+    base.dbt.invoke("run-operation", "declared_model", "--args", json.dumps({"node": node}))  # one read: fine
 
 
 def test_a_model_of_the_kind_whose_table_is_not_wap_enabled_is_refused(base: Warehouse):

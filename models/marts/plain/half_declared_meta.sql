@@ -10,5 +10,5 @@
 }}
 
 -- Half of the framework's kind (var half_declared_models): it declares config.meta.backfill_safe
--- but its select does not end with merge_source(): refused before the run starts.
+-- but it is not materialized 'backfill_safe': refused before the run starts.
 select 1 as plain_id

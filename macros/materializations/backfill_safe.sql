@@ -1,0 +1,223 @@
+{#- The framework's kind, as a dbt materialization: `materialized='backfill_safe'`. A package's
+    materialization is found without any `dispatch:` block, so a team's model gets the kind, and
+    its guards, by naming it. The model's select is its business SQL:
+    - a fact: its rows as they should be now, with `is_deleted` (true for a row that must not
+      be in the table), one row per unique key; its declaration (config.meta.backfill_safe,
+      declared_model) names its event date, lookback and scope;
+    - a dimension (declaration `dimension`, declared_dimension): its members' versions (type 2)
+      or current versions (type 1), with the member key, `is_deleted` and `updated_at`; the
+      kind writes the surrogate key, the validity interval and the unknown member.
+    A full build (no table yet, or --full-refresh) writes the live rows (kind_rows). An
+    incremental run restricts the select to the run's scope (kind_rows: the keys its changes
+    reach, the lower bound of rule 1, the rows awaiting a member; a backfill's window), sends
+    only the rows that differ from the table, flagged `_is_deleted` (rows_to_merge), and merges
+    them with guarded_merge_sql (staged, key and partition literals, no MERGE when nothing
+    changed). Around the statement, what merge_source's hooks did: the scope caches are made
+    first (before a backfill's branch is set, as the select's compilation made them), then a
+    backfill's branch (use_backfill_branch), the model's own pre-hooks and post-hooks, the
+    watermark's advance noted (advance_watermark), the staged source dropped. -#}
+{% materialization backfill_safe, adapter='spark' %}
+    {%- set declared = backfill_safe.declared_model(graph.nodes[model.unique_id]) -%}
+    {%- set unique_key = declared.unique_key -%}
+    {%- set columns = model.columns.keys() | list -%}
+    {%- if not columns -%}
+        {{ exceptions.raise_compiler_error("model " ~ model.name ~ " ("
+            ~ model.original_file_path ~ "): a model materialized 'backfill_safe' documents its "
+            ~ "columns in its yml (they are its table's)") }}
+    {%- endif -%}
+    {%- set existing_relation = load_relation(this) -%}
+    {%- set full_build = existing_relation is none or existing_relation.is_view
+        or should_full_refresh() -%}
+    {%- set rows = backfill_safe.kind_rows(declared, compiled_code, columns, full_build) -%}
+    {%- set branch = backfill_safe.use_backfill_branch() | trim -%}
+    {%- if branch -%}
+        {%- call statement('use_backfill_branch', fetch_result=false) -%}
+            {{ branch }}
+        {%- endcall -%}
+    {%- endif -%}
+    {{ run_hooks(pre_hooks) }}
+    {%- if full_build -%}
+        {%- if existing_relation is not none -%}
+            {%- do adapter.drop_relation(existing_relation) -%}
+        {%- endif -%}
+        {%- call statement('main') -%}
+            {{ create_table_as(False, this, rows) }}
+        {%- endcall -%}
+        {%- do persist_constraints(this, model) -%}
+        {%- do backfill_safe.kind_table_properties(this) -%}
+    {%- else -%}
+        {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'})
+            .include(database=false, schema=false) -%}
+        {%- call statement('create_tmp_relation') -%}
+            {{ create_table_as(True, tmp_relation, rows) }}
+        {%- endcall -%}
+        {#- on_schema_change `fail`: the select's types against the table's, as dbt compares
+            them (its `_is_deleted` flag aside), with the framework's check itself, so a team
+            needs no dispatch block for it; `ignore`: none. Names were compared as the rows
+            were built (rows_to_merge). -#}
+        {%- if config.get('on_schema_change') == 'fail' -%}
+            {%- set changes = backfill_safe.spark__check_for_schema_changes(
+                tmp_relation, existing_relation) -%}
+            {%- if changes.schema_changed -%}
+                {{ exceptions.raise_compiler_error("model " ~ model.name ~ ": the source and "
+                    ~ "target schemas on this incremental model are out of sync (on_schema_change "
+                    ~ "fail): source columns not in target: " ~ changes.source_not_in_target
+                    ~ ", target columns not in source: " ~ changes.target_not_in_source
+                    ~ ", new column types: " ~ changes.new_target_types
+                    ~ ". Rebuild it with --full-refresh, or migrate the table first.") }}
+            {%- endif -%}
+        {%- endif -%}
+        {%- call statement('main') -%}
+            {{ backfill_safe.guarded_merge_sql(this, tmp_relation, unique_key,
+                config.get('incremental_predicates')) }}
+        {%- endcall -%}
+    {%- endif -%}
+    {%- do backfill_safe.advance_watermark() -%}
+    {%- set drop_staged = backfill_safe.drop_staged_merge_source() | trim -%}
+    {%- if drop_staged -%}
+        {%- call statement('drop_staged_merge_source', fetch_result=false) -%}
+            {{ drop_staged }}
+        {%- endcall -%}
+    {%- endif -%}
+    {{ run_hooks(post_hooks) }}
+    {%- do persist_docs(this, model) -%}
+    {{ return({'relations': [this]}) }}
+{% endmaterialization %}
+
+
+{#- What a run of a model of the kind writes, as one select over its body (`body`, the model's
+    compiled select): on a full build the table's rows (`columns`, in order); on an
+    incremental run the rows to merge, flagged `_is_deleted` (rows_to_merge). A fact's run is
+    restricted to its scope here (incremental_scope, and with a declared scope the keys its
+    changes reach, cached once: cache_scope_keys). -#}
+{% macro kind_rows(declared, body, columns, full_build) %}
+    {% if declared.dimension is not none %}
+        {{ return(backfill_safe.dimension_rows(declared, body, columns, full_build)) }}
+    {% endif %}
+    {% if full_build %}
+        {{ return("select " ~ columns | join(", ") ~ " from (\n" ~ body
+            ~ "\n) as current_state where not is_deleted") }}
+    {% endif %}
+    {% set scope = backfill_safe.incremental_scope(declared.lookback, declared.event_date,
+        declared.unique_key, awaiting=(declared.scope or {}).get('awaiting')) %}
+    {% set keys = backfill_safe.cache_scope_keys() if declared.scope is not none else none %}
+    {% set filters = [] %}
+    {% if keys %}
+        {% do filters.append(declared.scope.key ~ " in (" ~ keys ~ ")") %}
+    {% endif %}
+    {% if scope %}
+        {% do filters.append("(" ~ scope ~ ")") %}
+    {% endif %}
+    {% set changes = "(select * from (\n" ~ body ~ "\n) as current_state"
+        ~ ((" where " ~ filters | join(" and ")) if filters else "") ~ ")" %}
+    {{ return(backfill_safe.rows_to_merge(none, changes, declared.unique_key,
+        backfill_safe.scope_existing_rows(keys))) }}
+{% endmacro %}
+
+
+{#- A dimension's rows (declared_dimension): its surrogate key (surrogate_key of the member key,
+    and for type 2 of the update time), the body's columns, for type 2 the validity interval
+    (effective_interval), and the unknown member. An incremental run restricts the body to
+    the members with a version in its scope (incremental_scope: updated after the lower bound)
+    and those the table does not hold yet (a late-arriving member: the facts waiting on it
+    re-key as soon as it lands); type 2 rebuilds every version of such a member, so a late
+    version both appears and closes the interval before it (versions_of_changed_members).
+    Only the rows that differ from the table are merged (rows_to_merge). -#}
+{% macro dimension_rows(declared, body, columns, full_build) %}
+    {% set dimension = declared.dimension %}
+    {% set member_key = dimension.member_key %}
+    {% set scope = none if full_build else backfill_safe.incremental_scope(declared.lookback) %}
+    {% set versions = "(\n" ~ body ~ "\n)" %}
+    {% if dimension.type == 2 %}
+        {% set scoped = backfill_safe.versions_of_changed_members(versions, member_key, scope) %}
+        {% set derived = backfill_safe.surrogate_key([member_key, 'updated_at']) ~ " as "
+            ~ declared.unique_key ~ ", versions.*, " ~ backfill_safe.effective_interval(member_key) %}
+    {% else %}
+        {#- the members with a version landed since the last committed run started: a superset
+            of the scope (every version in it landed since, and so did every member the table
+            does not hold yet: that run loaded every one landed before it), on the landed
+            sources' own columns, where Spark and Iceberg can restrict the staging by it -#}
+        {% set landed = [] %}
+        {% set bound = backfill_safe.incremental_landed_bound() if scope else none %}
+        {% for source_id in (backfill_safe.landed_inputs(model.unique_id) if bound else []) %}
+            {% set src = graph.sources[source_id] %}
+            {% if member_key in backfill_safe.landing_contract(src.source_name, src.name).columns %}
+                {% do landed.append("select " ~ member_key ~ " from "
+                    ~ source(src.source_name, src.name) ~ " where _loaded_at > " ~ bound) %}
+            {% endif %}
+        {% endfor %}
+        {% set scoped %}
+            select * from {{ versions }} as versions
+            {%- if scope %}
+            where
+                {%- if landed %}
+                {{ member_key }} in ({{ landed | join(' union all ') }}) and (
+                {%- endif %}
+                {{ scope }}
+                -- not exists, not `not in`: a null key in the table must not empty the result
+                or not exists (
+                    select 1 from {{ this }} as known
+                    where known.{{ member_key }} = versions.{{ member_key }}
+                )
+                {%- if landed %}
+                )
+                {%- endif %}
+            {%- endif %}
+        {% endset %}
+        {% set derived = backfill_safe.surrogate_key([member_key]) ~ " as "
+            ~ declared.unique_key ~ ", versions.*" %}
+    {% endif %}
+    {#- the unknown member: the row facts point to while their member has not arrived -#}
+    {% set given = dimension.unknown_member %}
+    {% set framework = {
+        declared.unique_key: backfill_safe.unknown_member_key(),
+        'is_deleted': 'false', 'is_current': 'true', 'valid_to': 'cast(null as timestamp)',
+        'valid_from': "cast('1900-01-01 00:00:00' as timestamp)",
+        'updated_at': "cast('1900-01-01 00:00:00' as timestamp)"} %}
+    {% set unknown_values = [] %}
+    {% for column in columns %}
+        {% if column in framework %}
+            {% set value = framework[column] %}
+        {% elif column in given %}
+            {% set value = backfill_safe.sql_literal(given[column]) %}
+        {% elif column == member_key %}
+            {% set value = '-1' %}
+        {% else %}
+            {% set value = 'null' %}
+        {% endif %}
+        {% do unknown_values.append(value ~ " as " ~ column) %}
+    {% endfor %}
+    {% set live %}
+        (select {{ columns | join(', ') }}
+        from (
+            select {{ derived }}
+            from ({{ scoped }}) as versions
+        ) as dimension
+        union all
+        select {{ unknown_values | join(', ') }})
+    {% endset %}
+    {% if full_build %}
+        {{ return("select * from " ~ live ~ " as live") }}
+    {% endif %}
+    {{ return(backfill_safe.rows_to_merge(live, none, declared.unique_key, none)) }}
+{% endmacro %}
+
+
+{#- The table properties the kind needs, set on a table it created when the model's config
+    did not: a backfill writes to a branch of the table (write.wap.enabled; spark.wap.branch
+    is silently ignored without it), and a daily MERGE writes its changed rows and delete
+    files (merge-on-read) instead of rewriting every data file that holds a changed row. -#}
+{% macro kind_table_properties(relation) %}
+    {% set wanted = {'write.wap.enabled': 'true', 'write.merge.mode': 'merge-on-read',
+                     'write.update.mode': 'merge-on-read', 'write.delete.mode': 'merge-on-read'} %}
+    {% set given = config.get('tblproperties') or {} %}
+    {% set missing = [] %}
+    {% for name, value in wanted.items() if name not in given %}
+        {% do missing.append("'" ~ name ~ "' = '" ~ value ~ "'") %}
+    {% endfor %}
+    {% if missing %}
+        {% call statement('kind_table_properties', fetch_result=false) %}
+            alter table {{ relation }} set tblproperties ({{ missing | join(', ') }})
+        {% endcall %}
+    {% endif %}
+{% endmacro %}
