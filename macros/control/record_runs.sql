@@ -35,7 +35,8 @@
         {% if timing and timing.started_at and timing.completed_at %}
             {% do timings.update({run.node.unique_id: timing}) %}
             {#- Iceberg tables only (their snapshots tell what the run committed) -#}
-            {% set is_table = run.node.config.materialized in ('incremental', 'table')
+            {% set is_table = run.node.config.materialized
+                in ('incremental', 'table', 'backfill_safe')
                 and run.node.config.file_format == 'iceberg' %}
             {% if run.status == 'success' and is_table %}
                 {% do figure_queries.append(

@@ -1,11 +1,16 @@
 {#- The landed tables whose versions move a model's watermark, as (source_name, table) pairs:
     every source the model reads, directly or through other models (upstream_sources), less
-    those its config `meta: {watermark_exclude: [source_name.table, ...]}` names (sources it
-    reads for something other than their changes: the shop's facts read customers only to know
-    they arrived). The one list the advance (advance_watermark) and the drift check
+    those its scope's lookups name and those its config `meta: {watermark_exclude:
+    [source_name.table, ...]}` names (sources it reads for something other than their changes:
+    the shop's facts read customers only to know they arrived). The one list the advance (advance_watermark) and the drift check
     (watermark_drift) read. `node`: a model node of the graph. -#}
 {% macro watermark_sources(node) %}
-    {% set excluded = (node.config.meta or {}).get('watermark_exclude') or [] %}
+    {% set excluded = ((node.config.meta or {}).get('watermark_exclude') or []) | list %}
+    {#- the scope's lookups are read for whether a member arrived, not for their changes -#}
+    {% for lookup in (((node.config.meta or {}).get('backfill_safe') or {}).get('scope') or {})
+        .get('lookups') or [] if lookup is mapping and lookup.get('source') %}
+        {% do excluded.append(lookup.source) %}
+    {% endfor %}
     {% set found = [] %}
     {% for source_id in backfill_safe.upstream_sources(node.unique_id) %}
         {% set src = graph.sources[source_id] %}

@@ -27,6 +27,17 @@
     {% if not execute or not backfill_safe.is_incremental_run() %}
         {{ return(none) }}
     {% endif %}
+    {#- once per model and invocation: a select that inlines its staging restricted to the
+        keys (scoped_keys) asks as it compiles, and the materialization asks again -#}
+    {% set made = backfill_safe.invocation_store('scope_keys') %}
+    {% if this.identifier not in made %}
+        {% do made.update({this.identifier: backfill_safe.make_scope_keys_cache()}) %}
+    {% endif %}
+    {{ return(made[this.identifier]) }}
+{% endmacro %}
+
+{#- What cache_scope_keys does, once per model and invocation. -#}
+{% macro make_scope_keys_cache() %}
     {% set scope = backfill_safe.declared_scope() %}
     {% if scope is none %}
         {{ exceptions.raise_compiler_error(
@@ -152,4 +163,13 @@
         {% endcall %}
     {% endfor %}
     {{ return(shared) }}
+{% endmacro %}
+
+{#- The subquery of the keys in this run's scope (cache_scope_keys: computed once per model and
+    invocation, cached), or none when every key is in scope (a full build, a full refresh, no
+    watermark yet). The one framework call a model's select may make: a model whose current
+    state is cheaper computed for its keys than filtered after (the shop's facts rank and join
+    the versions of a run's orders only) passes it to the macro that stages its sources. -#}
+{% macro scoped_keys() %}
+    {{ return(backfill_safe.cache_scope_keys()) }}
 {% endmacro %}

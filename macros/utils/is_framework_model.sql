@@ -49,7 +49,8 @@
             {% do problems.append(
                 "file_format='iceberg' (it is '" ~ cfg.file_format ~ "')") %}
         {% endif %}
-        {% if cfg.on_schema_change not in [none, 'ignore', 'fail'] %}
+        {% if cfg.on_schema_change is defined
+            and cfg.on_schema_change not in [none, 'ignore', 'fail'] %}
             {% do problems.append("on_schema_change 'ignore' or 'fail' (it is '"
                 ~ cfg.on_schema_change ~ "': a column change goes through --full-refresh)") %}
         {% endif %}
