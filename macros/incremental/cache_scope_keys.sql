@@ -167,7 +167,7 @@
 
 {#- The subquery of the keys in this run's scope (cache_scope_keys: computed once per model and
     invocation, cached), or none when every key is in scope (a full build, a full refresh, no
-    watermark yet). The one framework call a model's select may make: a model whose current
+    watermark yet). A call a model's select may make (docs/reference/configuration.md): a model whose current
     state is cheaper computed for its keys than filtered after (the shop's facts rank and join
     the versions of a run's orders only) passes it to the macro that stages its sources. -#}
 {% macro scoped_keys() %}

@@ -1,5 +1,5 @@
-{#- The MERGE of every incremental model (dbt-spark's merge strategy, replaced through
-    spark__get_merge_sql). Compared with dbt-spark's `update set * / insert *`:
+{#- The MERGE of every model of the kind (called by the materialization; dbt-spark's merge
+    strategy stays the plain models'). Compared with dbt-spark's `update set * / insert *`:
     - `_is_deleted` source rows delete their target row and are never inserted (rule 6);
     - an update applies only when the source's version column (config `version_column`,
       default updated_at) is not older than the target's: a stale version never overwrites a
@@ -21,8 +21,8 @@
       its passes; when it holds no row (no row of the table changes: a dimension on most days, any
       rerun) no MERGE runs at all, so the run commits no empty snapshot; nor is anything staged when
       no input of the model landed anything since its last run (nothing_landed_since_last_run), nor
-      when a model with meta `probe_before_staging` (a select cheap to evaluate twice: dim_date,
-      dim_channel) selects no row.
+      when a reference table (declared_reference: a select cheap to evaluate twice) selects no
+      row.
     Under `pipeline explain` (var explain_next_run, explaining) everything up to the MERGE runs
     as in a run (the staging included), then the select and the MERGE are planned and not run
     (explain_statement), and a select that writes nothing is returned instead.
@@ -34,7 +34,9 @@
             "model " ~ target ~ ": the merge strategy here needs one unique_key column, got "
             ~ unique_key) }}
     {% endif %}
-    {% set version_column = config.get('version_column', 'updated_at') %}
+    {% set reference = backfill_safe.is_reference_table() %}
+    {#- a reference table's select is the truth: no version guard -#}
+    {% set version_column = none if reference else config.get('version_column', 'updated_at') %}
     {% set target_columns = adapter.get_columns_in_relation(target)
         | map(attribute='name') | list %}
     {% set source_columns = adapter.get_columns_in_relation(source)
@@ -44,8 +46,8 @@
     {% if '_is_deleted' not in source_columns or missing or extra %}
         {{ exceptions.raise_compiler_error(
             "model " ~ target ~ ": its select no longer matches the table (columns missing from the "
-            ~ "select: " ~ missing ~ ", new columns: " ~ extra ~ "; the select must end with "
-            ~ "merge_source()). Rebuild it with --full-refresh, or migrate the table first.") }}
+            ~ "select: " ~ missing ~ ", new columns: " ~ extra ~ "). Rebuild it with "
+            ~ "--full-refresh, or migrate the table first.") }}
     {% endif %}
     {% set explaining = backfill_safe.explaining() %}
     {% if backfill_safe.nothing_landed_since_last_run() %}
@@ -61,9 +63,9 @@
             'the model\'s select' ~ (', staged to scratch before the MERGE'
                 if backfill_safe.model_meta('stage_merge_source', true) else ', the MERGE\'s source')) %}
     {% endif %}
-    {#- a model whose select is cheap to evaluate (meta probe_before_staging) is probed first:
+    {#- a reference table (its select is small, and cheap to evaluate twice) is probed first:
         on most days it has no row, and neither a scratch table nor a MERGE is needed -#}
-    {% if backfill_safe.model_meta('probe_before_staging', false)
+    {% if reference
         and run_query("select 1 from " ~ source ~ " limit 1").rows | length == 0 %}
         {% if explaining %}
             {% do backfill_safe.explain_statement('merge', none,

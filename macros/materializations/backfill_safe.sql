@@ -6,7 +6,9 @@
       declared_model) names its event date, lookback and scope;
     - a dimension (declaration `dimension`, declared_dimension): its members' versions (type 2)
       or current versions (type 1), with the member key, `is_deleted` and `updated_at`; the
-      kind writes the surrogate key, the validity interval and the unknown member.
+      kind writes the surrogate key, the validity interval and the unknown member;
+    - a reference table (declaration `reference: true`, declared_reference): every row, on
+      every run (a calendar, a list of codes); a run merges the new and changed ones.
     A full build (no table yet, or --full-refresh) writes the live rows (kind_rows). An
     incremental run restricts the select to the run's scope (kind_rows: the keys its changes
     reach, the lower bound of rule 1, the rows awaiting a member; a backfill's window), sends
@@ -93,6 +95,14 @@
 {% macro kind_rows(declared, body, columns, full_build) %}
     {% if declared.dimension is not none %}
         {{ return(backfill_safe.dimension_rows(declared, body, columns, full_build)) }}
+    {% endif %}
+    {% if declared.reference %}
+        {#- a reference table (declared_reference): every row, on every run; merged where new
+            or different from the table -#}
+        {% set live = "(select " ~ columns | join(", ") ~ " from (\n" ~ body
+            ~ "\n) as reference_rows)" %}
+        {{ return(("select * from " ~ live ~ " as live") if full_build
+            else backfill_safe.rows_to_merge(live, none, declared.unique_key, none)) }}
     {% endif %}
     {% if full_build %}
         {{ return("select " ~ columns | join(", ") ~ " from (\n" ~ body

@@ -9,6 +9,8 @@
                      model when left out
       dimension:     (a dimension, instead of event_date, current_state, measures and scope)
                      its type and members (declared_dimension)
+      reference:     true (a reference table, the only key: declared_reference): its select
+                     gives every row on every run
       measures:      (optional) the columns whose daily sums reconcile it, e.g. [net_amount]
       scope:         (optional) how its rows are tied to its sources' versions, so a daily run
                      reads only the keys its changes reach (declared_scope)
@@ -29,8 +31,11 @@
     {% if 'dimension' in block %}
         {{ return(backfill_safe.declared_dimension(node, block, where)) }}
     {% endif %}
+    {% if 'reference' in block %}
+        {{ return(backfill_safe.declared_reference(node, block, where)) }}
+    {% endif %}
     {% set known = ['event_date', 'lookback', 'current_state', 'measures', 'scope',
-                    'max_scan_share', 'dimension'] %}
+                    'max_scan_share', 'dimension', 'reference'] %}
     {% for key in block.keys() if key not in known %}
         {{ exceptions.raise_compiler_error(where ~ ": unknown key '" ~ key ~ "' (keys: "
             ~ known | join(', ') ~ ")") }}
@@ -84,12 +89,13 @@
         'scope': scope,
         'max_scan_share': share,
         'dimension': none,
+        'reference': false,
     }) }}
 {% endmacro %}
 
-{#- Every model that declares config.meta.backfill_safe (a dimension's declaration aside: it
-    has no event date to restate nor current state to reconcile), as declared_model gives it,
-    by name.
+{#- Every model that declares config.meta.backfill_safe (a dimension's or a reference table's
+    declaration aside: it has no event date to restate nor current state to reconcile), as
+    declared_model gives it, by name.
     Empty while dbt parses (no graph yet). -#}
 {% macro declared_models() %}
     {% set found = [] %}
@@ -98,7 +104,7 @@
             if node.resource_type == 'model'
             and (node.config.meta or {}).get('backfill_safe') is not none %}
             {% set declared = backfill_safe.declared_model(node) %}
-            {% if declared.dimension is none %}
+            {% if declared.dimension is none and not declared.reference %}
                 {% do found.append(declared) %}
             {% endif %}
         {% endfor %}
@@ -115,7 +121,7 @@
         and (node.alias | lower) == (relation.identifier | lower)
         and (node.config.meta or {}).get('backfill_safe') is not none %}
         {% set declared = backfill_safe.declared_model(node) %}
-        {{ return(declared if declared.dimension is none else none) }}
+        {{ return(declared if declared.dimension is none and not declared.reference else none) }}
     {% endfor %}
     {{ return(none) }}
 {% endmacro %}
@@ -230,5 +236,50 @@
         'measures': [],
         'dimension': {'type': dimension.type, 'member_key': member_key,
                       'unknown_member': unknown},
+        'reference': false,
+    }) }}
+{% endmacro %}
+
+{#- A reference table's declaration under config.meta.backfill_safe: `reference: true`, alone.
+    Its select gives every row of the table on every run, with no deleted flag (a calendar, a
+    list of codes): small, a function of its inputs, not of a change stream. A full build
+    writes them; an incremental run merges the rows that are new or differ from the table's
+    (rows_to_merge without changes), probed before anything is staged, and deletes none; no
+    version guard (the select is the truth), no lookback, nothing to restate by date. Returned
+    as declared_model's fields, with `reference` true. -#}
+{% macro declared_reference(node, block, where) %}
+    {% for key in block.keys() if key != 'reference' %}
+        {{ exceptions.raise_compiler_error(where ~ ": unknown key '" ~ key ~ "' for a reference "
+            ~ "table (its only key is reference: true)") }}
+    {% endfor %}
+    {% if block.reference is not sameas true %}
+        {{ exceptions.raise_compiler_error(where ~ ".reference: true, or no reference key; got "
+            ~ block.reference) }}
+    {% endif %}
+    {% if node.config.materialized != 'backfill_safe' %}
+        {{ exceptions.raise_compiler_error(where ~ ".reference: a reference table of the kind is "
+            ~ "materialized 'backfill_safe' (it is '" ~ node.config.materialized ~ "')") }}
+    {% endif %}
+    {% set unique_key = node.config.unique_key %}
+    {% if not (unique_key is string
+            and modules.re.fullmatch('[A-Za-z_][A-Za-z0-9_]*', unique_key)) %}
+        {{ exceptions.raise_compiler_error(where ~ ": the model needs one unique_key column in "
+            ~ "its config; got " ~ unique_key) }}
+    {% endif %}
+    {% set documented = node.columns.keys() | list %}
+    {% if unique_key not in documented %}
+        {{ exceptions.raise_compiler_error(where ~ ": column '" ~ unique_key ~ "' (the unique "
+            ~ "key) is not among the model's documented columns " ~ documented) }}
+    {% endif %}
+    {{ return({
+        'name': node.name,
+        'unique_id': node.unique_id,
+        'unique_key': unique_key,
+        'lookback': none,
+        'event_date': none,
+        'scope': none,
+        'measures': [],
+        'dimension': none,
+        'reference': true,
     }) }}
 {% endmacro %}

@@ -47,15 +47,10 @@ def _upstream_sources(manifest: dict, unique_id: str) -> tuple[str, ...]:
 
 
 def is_framework_model(node: dict) -> bool:
-    """A model of the framework's kind: materialized `backfill_safe`, or, written the old way,
-    an incremental model whose select ends with merge_source(), which dbt records in the node's
-    depends_on.macros (the macro is_framework_model reads the same)."""
-    if node.get("resource_type") != "model":
-        return False
-    if node.get("config", {}).get("materialized") == "backfill_safe":
-        return True
-    macros = node.get("depends_on", {}).get("macros", [])
-    return any(m.split(".")[-1] == "merge_source" for m in macros)
+    """A model of the framework's kind: materialized `backfill_safe` (the macro
+    is_framework_model reads the same). A model written the old way (its select ended with
+    merge_source()) is refused by dbt before it runs (check_framework_declaration)."""
+    return node.get("resource_type") == "model" and node.get("config", {}).get("materialized") == "backfill_safe"
 
 
 def _current_state(node: dict, block: dict, by_id: dict) -> dict | None:
@@ -77,11 +72,11 @@ def incremental_models() -> list[IncrementalModel]:
     models = []
     for node in by_id.values():
         config = node.get("config", {})
-        if config.get("materialized") not in ("incremental", "backfill_safe") or not is_framework_model(node):
+        if not is_framework_model(node):
             continue
         block = (config.get("meta") or {}).get("backfill_safe")
-        if block is not None and "dimension" in block:
-            block = None  # a dimension's declaration: nothing to restate by date nor reconcile
+        if block is not None and ("dimension" in block or "reference" in block):
+            block = None  # a dimension's or reference table's: nothing to restate by date nor reconcile
         partition_by = config.get("partition_by") or []
         partition_by = [partition_by] if isinstance(partition_by, str) else partition_by
         state = _current_state(node, block, by_id) if block else None

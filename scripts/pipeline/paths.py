@@ -43,6 +43,21 @@ def project_var(name: str) -> object:
     return variables[name]
 
 
+def dispatches_to_framework() -> bool:
+    """True when dbt finds the framework's versions of dbt's dispatched macros (get_test_sql:
+    a data test reads a backfill's branch on its own connection; create_view_as): the project is
+    the framework itself, or its dbt_project.yml has the `dispatch:` block of
+    docs/guides/adopt-the-framework.md (namespace dbt, backfill_safe in the search order)."""
+    import yaml  # dbt's own dependency
+
+    project = yaml.safe_load((PROJECT_DIR / "dbt_project.yml").read_text()) or {}
+    if project.get("name") == "backfill_safe":
+        return True
+    return any(isinstance(entry, dict) and entry.get("macro_namespace") == "dbt"
+               and "backfill_safe" in (entry.get("search_order") or [])
+               for entry in project.get("dispatch") or [])
+
+
 def profile_name() -> str:
     """The `profile:` of the project's dbt_project.yml."""
     import yaml  # dbt's own dependency

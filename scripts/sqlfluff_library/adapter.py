@@ -1,7 +1,7 @@
 """A stand-in for dbt's `adapter` object, for sqlfluff's jinja templater only.
 
 sqlfluff renders both branches of `{% if is_incremental() %}` to lint them, which reaches
-`adapter.get_columns_in_relation(this)` in merge_source/guarded_merge_sql. Outside dbt there
+`adapter.get_columns_in_relation(this)` in rows_to_merge/guarded_merge_sql. Outside dbt there
 is no relation to describe, so this returns two placeholder columns: enough for the rendered
 SQL to parse; `get_relation` answers that a relation exists, so the branch a data test takes
 once its table is there is the one linted. dbt itself never imports this module.

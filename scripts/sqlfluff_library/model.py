@@ -1,6 +1,6 @@
 """Stands for dbt's Jinja `model` (the node being rendered) when sqlfluff renders the project.
 
-merge_source compares the model's documented columns with the table's; the stand-in declares
+rows_to_merge compares the model's documented columns with the table's; the stand-in declares
 the same two placeholder columns that `adapter.get_columns_in_relation` returns. dbt itself
 never imports this module.
 """

@@ -1,6 +1,6 @@
 """dbt's adapter tests for the materializations the framework's dispatched macros touch
-(merge: spark__get_merge_sql; views: spark__create_view_as; data tests: spark__get_test_sql),
-on Iceberg tables, for models that are not of the framework's kind: they must keep dbt-spark's
+(views: spark__create_view_as; data tests: spark__get_test_sql; the merge strategy is dbt-spark's
+own, the framework's MERGE being its materialization's), on Iceberg tables, for models that are not of the framework's kind: they must keep dbt-spark's
 semantics. The classes follow dbt-spark's own tests/functional/adapter, with Iceberg where
 dbt-spark's use Delta (which its session profile skips).
 
@@ -48,10 +48,12 @@ class TestFrameworkMacrosAreDispatched:
   {{ log('DISPATCHED get_test_sql ' ~ adapter.dispatch('get_test_sql', 'dbt').macro.package_name, info=True) }}
 {% endmacro %}"""}
 
-    def test_merge_view_and_test_sql_come_from_the_framework(self, project):
+    def test_view_and_test_sql_come_from_the_framework_and_the_merge_from_dbt_spark(self, project):
         _, log = run_dbt_and_capture(["run-operation", "which_package"])
-        for name in ("get_merge_sql", "create_view_as", "get_test_sql"):
+        for name in ("create_view_as", "get_test_sql"):
             assert f"DISPATCHED {name} backfill_safe" in log, log
+        # the kind's MERGE is its materialization's: a plain merge model gets dbt-spark's own
+        assert "DISPATCHED get_merge_sql " in log and "DISPATCHED get_merge_sql backfill_safe" not in log, log
 
 
 class TestSimpleMaterializations(BaseSimpleMaterializations):

@@ -36,8 +36,8 @@ def test_a_declared_model_brings_its_event_date_current_state_measures_and_sourc
 
 
 def test_only_models_of_the_framework_kind_are_pipelines(parsed: dict, tmp_path, monkeypatch):
-    # a plain incremental model (not materialized backfill_safe, no merge_source(), here without a
-    # unique_key: dbt's append) is
+    # a plain incremental model (not materialized backfill_safe, here without a unique_key: dbt's
+    # append) is
     # none of the tools' business: no pipeline, no KeyError on its missing key
     changed = json.loads(json.dumps(parsed))
     plain = json.loads(json.dumps(changed["nodes"]["model.backfill_safe.dim_customer"]))

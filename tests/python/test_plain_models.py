@@ -1,5 +1,5 @@
-"""The framework is opt-in: a model is of its incremental kind when its select ends with
-merge_source() (is_framework_model); every other model keeps dbt-spark's own behaviour, even in the
+"""The framework is opt-in: a model is of its kind when it is materialized 'backfill_safe'
+(is_framework_model); every other model keeps dbt-spark's own behaviour, even in the
 marts folder whose config and hooks it shares, and a run of plain models only sends the framework
 no statement. A model that declares half of the kind is refused, naming what is missing. The
 plain models are models/marts/plain (var plain_models)."""
@@ -69,8 +69,8 @@ def test_a_run_with_a_framework_model_records_the_plain_models_beside_it(empty: 
 
 @pytest.mark.parametrize(("model", "message"), [
     ("half_declared_merge_source",
-     "its select ends with merge_source(), the framework's incremental kind, which needs "
-     "materialized='incremental' (it is 'table'), one unique_key column (it is None)"),
+     "its select ends with merge_source(), the old way of the framework's kind: set "
+     "materialized='backfill_safe' and end the select with the model's rows"),
     ("half_declared_meta",
      "it declares config.meta.backfill_safe, but it is not materialized 'backfill_safe'"),
     ("half_declared_kind",

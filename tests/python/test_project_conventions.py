@@ -237,8 +237,7 @@ def test_dbt_parse_prints_no_deprecation(tmp_path: Path):
 
 def test_the_selectors_name_the_sets_the_tooling_uses():
     """selectors.yml: `framework_models` is exactly the models `pipeline backfill` restates by
-    default (the framework's kind, tagged by merge_source at parse time, so a team's own models
-    get the tag too); the two examples' sets split the project's models between them, sharing
+    default (the framework's kind: materialized backfill_safe, in a team's project too); the two examples' sets split the project's models between them, sharing
     only what both read."""
     from dbt.cli.main import dbtRunner
 

@@ -279,17 +279,21 @@ BROKEN_DIMENSIONS = {
     "no lookback": ({"dimension": DIMENSION["dimension"]}, "'lookback' is missing"),
 }
 
+BROKEN_REFERENCES = {
+    "a fact's key": ({"reference": True, "lookback": 3}, "unknown key 'lookback' for a reference table"),
+    "not true": ({"reference": "yes"}, ".reference: true, or no reference key; got yes"),
+    "undocumented unique key": ({"reference": True}, ": column 'order_id' (the unique key) is not among the "
+                                                     "model's documented columns ['order_date']"),
+}
 
-def _example_node(block: dict, tblproperties: dict | None = None, materialized: str = "incremental") -> dict:
-    """A model node of the framework's kind, as dbt's graph holds it: written the old way (its
-    select ends with merge_source()), or materialized backfill_safe."""
-    old_way = materialized == "incremental"
+
+def _example_node(block: dict, materialized: str = "backfill_safe", old_way: bool = False) -> dict:
+    """A model node of the framework's kind as dbt's graph holds it (or, `old_way`, one whose
+    select ends with merge_source(), refused)."""
     return {"name": "fct_example", "unique_id": "model.backfill_safe.fct_example", "original_file_path": "models/x.sql",
             "database": None, "schema": "marts", "alias": "fct_example",
             "config": {"unique_key": "order_id", "materialized": materialized,
-                       "incremental_strategy": "merge" if old_way else None,
-                       "file_format": "iceberg", "meta": {"backfill_safe": block},
-                       "tblproperties": {"write.wap.enabled": "true"} if tblproperties is None else tblproperties},
+                       "incremental_strategy": None, "file_format": "iceberg", "meta": {"backfill_safe": block}},
             "depends_on": {"macros": ["macro.backfill_safe.merge_source"] if old_way else [], "nodes": []},
             "columns": {"order_id": {}, "order_date": {}}}
 
@@ -319,10 +323,22 @@ def test_an_inconsistent_declaration_is_a_compile_error_naming_the_model_and_the
 @pytest.mark.parametrize("case", sorted(BROKEN_DIMENSIONS))
 def test_a_broken_dimension_declaration_is_a_compile_error_naming_the_model_and_the_key(base: Warehouse, case: str):
     block, message = BROKEN_DIMENSIONS[case]
-    node = _example_node(block, materialized="backfill_safe")
+    node = _example_node(block)
     node.update(columns={c: {} for c in ("member_key", "member_id", "member_name", "is_deleted", "valid_from",
                                          "valid_to", "is_current", "updated_at")})
     node["config"]["unique_key"] = "member_key"
+    error = _declaration_error(base, node)
+    assert "model fct_example (models/x.sql), config.meta.backfill_safe" in error
+    assert message in error
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN_REFERENCES))
+def test_a_broken_reference_table_declaration_is_a_compile_error_naming_the_model_and_the_key(base: Warehouse,
+                                                                                              case: str):
+    block, message = BROKEN_REFERENCES[case]
+    node = _example_node(block)
+    if case == "undocumented unique key":
+        node["columns"] = {"order_date": {}}
     error = _declaration_error(base, node)
     assert "model fct_example (models/x.sql), config.meta.backfill_safe" in error
     assert message in error
@@ -332,7 +348,7 @@ def test_a_model_of_the_kind_reading_several_models_names_its_current_state(base
     """The current state is the model the select reads when it reads one; reading two, it must
     be named: refused naming the key and what the select reads."""
     block = {k: v for k, v in DECLARATION.items() if k != "current_state"}
-    node = _example_node(block, materialized="backfill_safe")
+    node = _example_node(block)
     node["depends_on"]["nodes"] = ["model.backfill_safe.stg_shop__orders", "model.backfill_safe.stg_shop__customers"]
     error = _declaration_error(base, node)
     assert ("model fct_example (models/x.sql), config.meta.backfill_safe: 'current_state' is missing (it is the "
@@ -344,12 +360,14 @@ def test_a_model_of_the_kind_reading_several_models_names_its_current_state(base
     base.dbt.invoke("run-operation", "declared_model", "--args", json.dumps({"node": node}))  # one read: fine
 
 
-def test_a_model_of_the_kind_whose_table_is_not_wap_enabled_is_refused(base: Warehouse):
-    """A backfill's writes reach its branch only on a WAP-enabled table; without the property
-    they would land on main: refused before anything runs, naming the property."""
-    error = _declaration_error(base, _example_node(dict(DECLARATION), tblproperties={"format-version": "2"}))
-    assert "model fct_example (models/x.sql): its select ends with merge_source()" in error
-    assert "tblproperties {'write.wap.enabled': 'true'}" in error
+@pytest.mark.parametrize("materialized", ["incremental", "backfill_safe"])
+def test_a_model_written_the_old_way_is_refused_naming_the_guide(base: Warehouse, materialized: str):
+    """A select that ends with merge_source() (the kind before its materialization) is refused
+    before anything runs, whatever it is materialized as, naming the model and the guide."""
+    error = _declaration_error(base, _example_node(dict(DECLARATION), materialized=materialized, old_way=True))
+    assert ("model fct_example (models/x.sql): its select ends with merge_source(), the old way of the "
+            "framework's kind: set materialized='backfill_safe'") in error
+    assert "(docs/guides/add-a-source-and-a-model.md)" in error
 
 
 def test_a_broken_declaration_stops_the_run_before_any_model_runs(base: Warehouse):

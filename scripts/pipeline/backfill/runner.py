@@ -32,7 +32,7 @@ from pipeline import iceberg, paths
 from pipeline.backfill import plan as planning
 from pipeline.backfill.control import Control, Run
 from pipeline.dbt import Dbt
-from pipeline.engine import Sql
+from pipeline.engine import Sql, ThriftSql
 from pipeline.manifest import IncrementalModel, incremental_models, unreflected_changes_relation
 
 
@@ -425,8 +425,22 @@ class Backfill:
         return tuple(int(v) for v in row)  # type: ignore[return-value]
 
     # -- start / resume ------------------------------------------------------------------------
+    def _refuse_ungated_cluster(self) -> None:
+        """Through a Thrift Server each connection is a session of its own, and dbt opens one per
+        data test: only the framework's get_test_sql sets the branch on it, so a project without
+        the dispatch block would gate a backfill on its published tables. Refused before anything
+        is recorded or written. (The embedded session is every connection's: the runner sets the
+        branch on it for the gate.)"""
+        if isinstance(self.spark, ThriftSql) and not paths.dispatches_to_framework():
+            raise BackfillRefused(
+                f"{paths.PROJECT_DIR / 'dbt_project.yml'}: through a Spark Thrift Server the gate's data "
+                "tests read the backfill's branch only with the framework's dispatch block (namespace dbt, "
+                "backfill_safe in search_order: docs/guides/adopt-the-framework.md); without it they would "
+                "read the published tables. Add the block, then start the backfill again")
+
     def start(self, plan: Plan, reason: str) -> str:
         reason = planning.check_reason(reason)
+        self._refuse_ungated_cluster()
         control = Control(self.spark)
         self._refuse_overlap(control, [m.name for m in plan.models])
         run_id = f"bf_{datetime.now(UTC):%Y%m%d_%H%M%S}_{secrets.token_hex(3)}"
@@ -442,6 +456,7 @@ class Backfill:
         return self._execute(control, run_id)
 
     def resume(self, run_id: str) -> str:
+        self._refuse_ungated_cluster()
         control, run = self._open(run_id)
         if run.status not in ("running", "failed"):
             raise BackfillRefused(f"run {run_id} is {run.status}; only a running (interrupted) or failed run resumes")
@@ -534,6 +549,11 @@ class Backfill:
                     if pending is not None:
                         pending.result()
                 self._refuse_if_main_moved(control, run_id)
+                if not isinstance(self.spark, ThriftSql):
+                    # the embedded session is every dbt connection's: the gate's tests read the
+                    # branch whether or not the project dispatches get_test_sql to the framework
+                    # (cleared with the rest, above)
+                    self.spark.conf.set("spark.wap.branch", run_id)
                 tests = [n for n in self.dbt.invoke("test", "--select", *run.models, "--vars",
                                                     json.dumps({"backfill_branch": run_id}), check=False)
                          if n.resource_type == "test"]
