@@ -367,3 +367,30 @@ def test_the_installed_package_imports_no_harness():
     assert not importing, "\n".join(importing)
     installed = tomllib.loads((PROJECT_DIR / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     assert not [p for p in installed if not p.startswith("pipeline")], installed
+
+
+# the calls a model of the kind may make besides ref/source/config/var: docs/reference/configuration.md,
+# "Calls a model's select may make"
+PUBLIC_CALLS = {"landed_since_last_run", "scoped_keys", "date_var", "surrogate_key", "unknown_member_key"}
+
+
+def test_a_model_of_the_kind_calls_no_framework_macro_but_the_public_ones():
+    """A model file of the kind is config plus its business select: the only framework macros it
+    may call are the documented public ones (the examples' own macros, macros/examples, aside):
+    no plumbing (scope caches, the MERGE's source, hooks) in a model body."""
+    import re
+
+    from jinja_calls import _code_spans, defined_macros
+
+    framework = defined_macros([p for p in sorted((PROJECT_DIR / "macros").rglob("*.sql"))
+                                if "examples" not in p.relative_to(PROJECT_DIR / "macros").parts])
+    assert PUBLIC_CALLS <= framework
+    call = re.compile(r"(?<![\w.])(?:backfill_safe\.)?([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+    models = [p for root in (PROJECT_DIR / "models", PROJECT_DIR / "tests" / "consumer_project" / "models")
+              for p in sorted(root.rglob("*.sql")) if "materialized='backfill_safe'" in p.read_text()]
+    assert len(models) >= 9, models
+    texts = {p: p.read_text() for p in models if "half_declared" not in p.name}
+    found = [f"{p.relative_to(PROJECT_DIR)}: {name}("
+             for p, text in texts.items() for start, end in _code_spans(text)
+             for name in call.findall(text, start, end) if name in framework - PUBLIC_CALLS]
+    assert not found, "model files of the kind calling the framework's plumbing:\n" + "\n".join(found)
