@@ -3,7 +3,8 @@
 -- One row per sales channel: the reference seed, plus any channel code an order names that the
 -- seed does not list (named after its code, group 'unknown'), so every fact row has its channel.
 -- A reference table (the yml): the table keeps every channel it has held, so a daily run reads
--- the current versions of the orders with a version landed since its last run only.
+-- only the current versions of the orders with a version landed since its last run that names
+-- a channel the table lacks (on most days none: no order is read).
 with
 
 reference as (
@@ -15,7 +16,7 @@ observed as (
     from {{ ref('stg_shop__orders') }}
     where
         channel is not null
-        and {{ landed_since_last_run('shop', 'orders', key='order_id') }}
+        and {{ landed_since_last_run('shop', 'orders', key='order_id', new_values_of='channel') }}
 ),
 
 all_channels as (

@@ -519,21 +519,17 @@ def test_the_calendar_is_left_alone_until_its_spine_vars_move(base: Warehouse):
         assert failed.status == "error" and "date_spine" in failed.message, (bad, failed.message)
 
 
-def test_the_channel_dimension_reads_only_the_orders_landed_since_its_last_run(base: Warehouse):
+def test_the_channel_dimension_reads_no_order_version_unless_a_landed_one_names_a_new_channel(base: Warehouse):
     """dim_channel, a reference table: its select reads the current versions of the orders with
-    a version landed since its last run (landed_since_last_run), none when nothing landed, and
-    merges only a channel the table lacks."""
+    a version landed since its last run that names a channel the table lacks
+    (landed_since_last_run with new_values_of), none on most days, and merges only a new one."""
     compiled = Path(os.environ["DBT_TARGET_PATH"]) / "compiled" / "backfill_safe" / "models" / "marts" / "dim_channel.sql"
     snapshot = base.snapshot_id("marts.dim_channel")
-    # nothing landed since its last run: its select reads no order (the filter is false)
-    base.dbt_run("--select", "dim_channel")
-    assert re.search(r"channel is not null\s+and false", compiled.read_text()), compiled.read_text()
-    assert base.snapshot_id("marts.dim_channel") == snapshot
-
-    # orders of channels the table holds: their orders are read, no row is staged or merged
+    # orders of channels the table holds: no order version is read (the filter is false), no
+    # row is staged or merged
     base.land(orders=[order(103, "2025-01-11 10:00", channel="app")], order_items=[item(103, 1, "2025-01-11 10:00")])
     base.dbt_run("--select", "dim_channel", "fct_order_item")
-    assert re.search(r"order_id in \(select order_id from raw\.orders where _loaded_at > ", compiled.read_text())
+    assert re.search(r"channel is not null\s+and false", compiled.read_text()), compiled.read_text()
     assert base.snapshot_id("marts.dim_channel") == snapshot
     assert (103, 1) in base.fact_lines()
 
@@ -543,6 +539,9 @@ def test_the_channel_dimension_reads_only_the_orders_landed_since_its_last_run(b
                       order(102, "2025-01-10 10:00", "2025-01-10 09:00", channel="fax")],
               order_items=[item(104, 1, "2025-01-11 11:00")])
     base.dbt_run("--select", "dim_channel")
+    assert re.search(r"order_id in \(select landed\.order_id from raw\.orders as landed where"
+                     r" landed\._loaded_at > .* and not exists \(select 1 from marts\.dim_channel as held",
+                     compiled.read_text()), compiled.read_text()
     channels = {row.channel: (row.channel_name, row.channel_group)
                 for row in base.rows("select channel, channel_name, channel_group from marts.dim_channel")}
     assert channels["kiosk"] == ("Kiosk", "unknown")
