@@ -238,7 +238,9 @@ def render(report: Report) -> str:
                        [[f.source, f.status, "-" if f.max_loaded_at is None else f.max_loaded_at, lag_text(f.age_seconds)]
                         for f in report.freshness], "freshness")
     runs_charts = [
-        _bar_chart([f"{r['started_at']:%Y-%m-%d %H:%M}" for r in runs],
+        # a model skipped in its invocation (a failed parent) has a record without a start
+        _bar_chart(["not started" if r["started_at"] is None else f"{r['started_at']:%Y-%m-%d %H:%M}"
+                    for r in runs],
                    [float(r["added_records"] or 0) for r in runs], f"records added per {name} daily run")
         for name in report.daily
         for runs in [[r for r in reversed(report.runs) if r["window_start"] is None and r["model_name"] == name]]]

@@ -54,6 +54,16 @@ def test_every_value_is_escaped_and_every_section_is_drawn():
 
 
 @pytest.mark.fast
+def test_a_run_record_without_a_start_is_drawn_as_not_started():
+    """A model skipped in its invocation (its parent failed in a first build) leaves a run record
+    with no started_at: the page is drawn, the run's bar labelled, instead of a TypeError."""
+    page = known_report()
+    page.runs = [{**page.runs[0], "started_at": None, "status": "skipped", "added_records": None}, *page.runs[1:]]
+    html = report.render(page)
+    assert "not started" in html and "skipped" in html
+
+
+@pytest.mark.fast
 def test_a_page_without_alerts_says_so():
     html = report.render(known_report(alerts=[], reads=[], volume_silent=[]))
     assert '<p class="ok" id="no-alerts">no alerts</p>' in html
