@@ -80,6 +80,9 @@ def test_a_teams_project_installs_the_framework_and_gets_its_guarantees(tmp_path
         assert outcome[build].pop("fct_ticket") == "success", outcome[build]
         assert set(outcome[build].values()) == {"success", "pass"}, outcome[build]
     # the framework's hooks and tests ran on the team's model, the quarantine check on its source
+    # the team's dbt unit test of its model of the kind ran and passed in both builds
+    assert all(outcome[b].get("fct_ticket_keeps_one_row_per_ticket_and_flags_the_deleted_ones") == "pass"
+               for b in ("build_1", "build_2")), outcome
     for name in ("backfill_safe-on-run-start-0", "backfill_safe-on-run-end-0",
                  "backfill_safe_reconcile_daily_totals_fct_ticket_", "backfill_safe_no_unloaded_changes_fct_ticket_",
                  "backfill_safe_source_landed_rows_are_loaded_or_quarantined_helpdesk_tickets_"):
@@ -96,7 +99,7 @@ def test_a_teams_project_installs_the_framework_and_gets_its_guarantees(tmp_path
                 [6, "2025-03-05", "tech", "60.00"], [7, "2025-03-06", "tech", "70.00"]]
     assert outcome["rows_2"] == expected
     assert outcome["watermark"] == "2025-03-06 13:00:00"
-    # the model's own post-hooks (merge_source brings them): the watermark stayed below the
+    # the materialization's work after the MERGE: the watermark stayed below the
     # quarantined version on day 1; day 2's MERGE rewrote the four dates it touched only
     assert outcome["run_records"] == [["success", "2025-03-05 09:00:00", 1, 5, 0, 5],
                                       ["success", "2025-03-06 13:00:00", 1, 3, 2, 4]]
