@@ -1,7 +1,7 @@
 {% macro versions_of_changed_members(versions, member_key, scope) -%}
     {#- A type-2 dimension's versions to rebuild in a run: every version of each member with a
         version in the run's scope (a predicate on the versions' own columns, from
-        incremental_scope), and of each member the table does not hold yet however old its
+        scope_predicate), and of each member the table does not hold yet however old its
         versions (rows waiting on the unknown member re-key as soon as it lands); every version
         on a full build (no scope). Rebuilding all of a member's versions lets a late version both
         appear and close the interval of the version before it (effective_interval). -#}

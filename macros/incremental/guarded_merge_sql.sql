@@ -7,7 +7,7 @@
     - explicit column lists taken from the table, and a clear error when the model's columns
       no longer match the table's (schema change: run with --full-refresh);
     - `incremental_predicates` are added to the ON clause to prune the target scan (rule 7),
-      and for a model with a declared scope (declared_scope) the event dates of its run
+      and for a model with a declared scope (scope_of_model) the event dates of its run
       (scope_event_dates, on its declared event_date);
     - for a model with a declared scope, the scope keys of its staged source as literals (up
       to var merge_scope_literals_max, 20000): the MERGE of a merge-on-read table joins the
@@ -74,7 +74,7 @@
         {{ return("select 'nothing to merge' as merge_skipped") }}
     {% endif %}
     {% set merge_from = backfill_safe.stage_merge_source(source) %}
-    {% set scope = backfill_safe.declared_scope() %}
+    {% set scope = backfill_safe.scope_of_model() %}
     {% set staged_keys = none %}
     {% if merge_from != source %}
         {#- a model with a declared scope: the staged source's scope keys, which name every

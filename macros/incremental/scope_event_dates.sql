@@ -1,22 +1,22 @@
 {#- The partition predicate of a run of a model with a declared scope, on `column` (its
     event_date): the dates of the event time of every version of every key in the run's scope
-    (scope_keys; the scope's `event_time`, read from its cached versions), as literals, or none
+    (scope_keys_select; the scope's `event_time`, read from its cached versions), as literals, or none
     when every key is in scope or the model declares no scope. Every row the run writes,
     deletes or matches belongs to one of those keys, and its event date (the table's or the new
     one) is the date of one of their versions, so the predicate keeps the MERGE exact while
     Iceberg plans only those partitions' files: merge_source's read of the table and the
     MERGE's ON clause (guarded_merge_sql) both take it. Literals, not a subquery: Iceberg
     prunes files at planning time only on predicates it is given as values. Called after
-    cache_scope_keys made the run's cached views (by the select, after it, and by the MERGE). -#}
+    scope_keys_cached made the run's cached views (by the select, after it, and by the MERGE). -#}
 {% macro scope_event_dates(column) %}
     {% if not execute or not backfill_safe.is_incremental_run() %}
         {{ return(none) }}
     {% endif %}
-    {% set scope = backfill_safe.declared_scope() %}
+    {% set scope = backfill_safe.scope_of_model() %}
     {% if scope is none %}
         {{ return(none) }}
     {% endif %}
-    {% if backfill_safe.scope_keys() is none %}
+    {% if backfill_safe.scope_keys_select() is none %}
         {{ return(none) }}
     {% endif %}
     {% set event_time = scope.event.column %}
@@ -25,7 +25,7 @@
     {% set rows = backfill_safe.memoized_rows(
         "select distinct date_format(" ~ event_time ~ ", 'yyyy-MM-dd') as event_date from "
         ~ backfill_safe.versions_in_scope(scope.event.source_name, scope.event.table,
-                            backfill_safe.cached_scope_keys_subquery(), scope.key)
+                            backfill_safe.scope_keys_cache_subquery(), scope.key)
         ~ " as versions where " ~ event_time ~ " is not null") %}
     {% set dates = [] %}
     {% for row in rows %}

@@ -1,18 +1,18 @@
 {#- The table's rows a run of a model with a declared scope can match, as a predicate for
-    merge_source's read of the table (`existing`): the run's event dates (scope_event_dates on
+    rows_to_merge's read of the table (`existing`): the run's event dates (scope_event_dates on
     the model's declared event_date: Iceberg plans only those partitions' files) and its keys
-    (`scoped_keys`, the cached subquery cache_scope_keys returned: every row of the run's
+    (`keys`, the cached subquery scope_keys_cached returned: every row of the run's
     current state belongs to one of them, and a row's unique key determines its scope key). The
     keys filter the rows read by a broadcast semi-join before they are joined to the current
     state: the dates alone kept every row of the touched partitions, about half the shop's
     table on a day of corrections, and shuffled them all into the join. None when every key is
     in scope. -#}
-{% macro scope_existing_rows(scoped_keys) %}
-    {% if not scoped_keys %}
+{% macro scope_existing_rows(keys) %}
+    {% if not keys %}
         {{ return(none) }}
     {% endif %}
-    {% set scope = backfill_safe.declared_scope() %}
+    {% set scope = backfill_safe.scope_of_model() %}
     {% set event_date = config.get('meta').backfill_safe.event_date %}
     {% set dates = backfill_safe.scope_event_dates(event_date) %}
-    {{ return("(" ~ dates ~ ") and " ~ scope.key ~ " in (" ~ scoped_keys ~ ")") }}
+    {{ return("(" ~ dates ~ ") and " ~ scope.key ~ " in (" ~ keys ~ ")") }}
 {% endmacro %}

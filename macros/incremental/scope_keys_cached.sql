@@ -1,12 +1,12 @@
-{#- The run's keys of a model with a declared scope (declared_scope), computed once: called by
+{#- The run's keys of a model with a declared scope (scope_of_model), computed once: called by
     the model's select as it compiles, it creates a cached temporary view of this session
     (scope_keys_relation), and views of the landed versions of those keys in each direct source
     and of the members they name in each lookup (scope_versions_relation, read by
-    versions_in_scope), and returns the subquery of the keys (cached_scope_keys_subquery),
+    versions_in_scope), and returns the subquery of the keys (scope_keys_cache_subquery),
     which the model's select, merge_source's read of the table (scope_existing_rows) and the
     event dates (scope_event_dates) all take.
-    - The changed keys (scope_keys) and their versions are shared by the models of one dbt
-      invocation that compute the same ones (shared_scope_relations: the same domain,
+    - The changed keys (scope_keys_select) and their versions are shared by the models of one dbt
+      invocation that compute the same ones (scope_shared_relations: the same domain,
       watermark, landing bound and declaration, so the same SQL): in the shop, fct_order_item
       and fct_orders each read every raw file holding a version of one of the orders (the key
       is not clustered), and the second model now reads the first's cache instead.
@@ -23,32 +23,32 @@
     also find their input already clustered.
     Returns none, and creates nothing, when every key is in scope (full build, full refresh, no
     watermark yet) or while dbt parses. -#}
-{% macro cache_scope_keys() %}
+{% macro scope_keys_cached() %}
     {% if not execute or not backfill_safe.is_incremental_run() %}
         {{ return(none) }}
     {% endif %}
     {#- once per model and invocation: a select that inlines its staging restricted to the
-        keys (scoped_keys) asks as it compiles, and the materialization asks again -#}
-    {% set made = backfill_safe.invocation_store('scope_keys') %}
+        keys (scope_keys) asks as it compiles, and the materialization asks again -#}
+    {% set made = backfill_safe.invocation_store('scope_keys_select') %}
     {% if this.identifier not in made %}
-        {% do made.update({this.identifier: backfill_safe.make_scope_keys_cache()}) %}
+        {% do made.update({this.identifier: backfill_safe.scope_keys_cache()}) %}
     {% endif %}
     {{ return(made[this.identifier]) }}
 {% endmacro %}
 
-{#- What cache_scope_keys does, once per model and invocation. -#}
-{% macro make_scope_keys_cache() %}
-    {% set scope = backfill_safe.declared_scope() %}
+{#- What scope_keys_cached does, once per model and invocation. -#}
+{% macro scope_keys_cache() %}
+    {% set scope = backfill_safe.scope_of_model() %}
     {% if scope is none %}
         {{ exceptions.raise_compiler_error(
-            "model " ~ this ~ ": cache_scope_keys needs config.meta.backfill_safe.scope") }}
+            "model " ~ this ~ ": scope_keys_cached needs config.meta.backfill_safe.scope") }}
     {% endif %}
-    {% set changed = backfill_safe.scope_keys() %}
+    {% set changed = backfill_safe.scope_keys_select() %}
     {% if changed is none %}
         {{ return(none) }}
     {% endif %}
     {% set key = scope.key %}
-    {% set shared = backfill_safe.cache_shared_scope(scope, changed) %}
+    {% set shared = backfill_safe.scope_shared_cache(scope, changed) %}
     {% set awaiting = scope.awaiting if backfill_safe.backfill_window() is none else none %}
     {#- Statements, not run_query: DDL returns no rows, which run_query fails on through Thrift.
         A replaced view's cache is dropped; `cache table ... as select` would refuse a view that
@@ -64,7 +64,7 @@
             {%- endif %}
         ) as scoped
     {% endcall %}
-    {% call statement('cache_scope_keys', fetch_result=false) %}
+    {% call statement('scope_keys_cached', fetch_result=false) %}
         cache table {{ relation }}
     {% endcall %}
     {% set not_shared %}
@@ -100,18 +100,18 @@
             {% endcall %}
         {% endif %}
     {% endfor %}
-    {{ return(backfill_safe.cached_scope_keys_subquery()) }}
+    {{ return(backfill_safe.scope_keys_cache_subquery()) }}
 {% endmacro %}
 
 {#- The cached temporary views of the keys a run of a declared scope finds changed (the SQL
-    `changed`, from scope_keys), of their versions in each direct source and of the versions of
+    `changed`, from scope_keys_select), of their versions in each direct source and of the versions of
     the members those name in each lookup, shared by the models of this dbt invocation that
-    compute the same SQL (shared_scope_relations): made and cached by the first, found by the
+    compute the same SQL (scope_shared_relations): made and cached by the first, found by the
     next (SHOW VIEWS lists this session's temporary views). Views left by an earlier invocation
     for the same domain are dropped (and so uncached) first, so a long-lived session keeps one
-    invocation's caches, not every run's. Returns the relations, as shared_scope_relations. -#}
-{% macro cache_shared_scope(scope, changed) %}
-    {% set shared = backfill_safe.shared_scope_relations(scope, changed) %}
+    invocation's caches, not every run's. Returns the relations, as scope_shared_relations. -#}
+{% macro scope_shared_cache(scope, changed) %}
+    {% set shared = backfill_safe.scope_shared_relations(scope, changed) %}
     {% set found = [] %}
     {% for row in run_query("show views like 'scope_shared_*'").rows %}
         {% set name = row[1] | lower %}
@@ -135,7 +135,7 @@
         create or replace temporary view {{ shared.changed }} as
         select /*+ REPARTITION({{ key }}) */ {{ key }} from ({{ changed }}) as changed
     {% endcall %}
-    {% call statement('cache_shared_scope', fetch_result=false) %}
+    {% call statement('scope_shared_cache', fetch_result=false) %}
         cache table {{ shared.changed }}
     {% endcall %}
     {#- the versions of those keys, read once: the select refers to the versions of the scope's
@@ -165,11 +165,11 @@
     {{ return(shared) }}
 {% endmacro %}
 
-{#- The subquery of the keys in this run's scope (cache_scope_keys: computed once per model and
+{#- The subquery of the keys in this run's scope (scope_keys_cached: computed once per model and
     invocation, cached), or none when every key is in scope (a full build, a full refresh, no
     watermark yet). A call a model's select may make (docs/reference/configuration.md): a model whose current
     state is cheaper computed for its keys than filtered after (the shop's facts rank and join
     the versions of a run's orders only) passes it to the macro that stages its sources. -#}
-{% macro scoped_keys() %}
-    {{ return(backfill_safe.cache_scope_keys()) }}
+{% macro scope_keys() %}
+    {{ return(backfill_safe.scope_keys_cached()) }}
 {% endmacro %}

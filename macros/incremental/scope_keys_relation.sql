@@ -1,10 +1,10 @@
-{#- The session's temporary view of this model's keys in scope (cache_scope_keys). -#}
+{#- The session's temporary view of this model's keys in scope (scope_keys_cached). -#}
 {% macro scope_keys_relation() %}
     {{ return('scope_keys__' ~ backfill_safe.validated_identifier(this.identifier)) }}
 {% endmacro %}
 
 {#- The session's temporary view of the landed versions of landed table `source_name`.`table`
-    that this model's run reads (cache_scope_keys makes it, versions_in_scope reads it): those
+    that this model's run reads (scope_keys_cached makes it, versions_in_scope reads it): those
     of its keys in scope for a direct source of its scope, those of the members the versions
     in scope name for a lookup. -#}
 {% macro scope_versions_relation(source_name, table) %}
@@ -12,15 +12,15 @@
         ~ backfill_safe.validated_identifier(table) ~ '__' ~ backfill_safe.validated_identifier(this.identifier)) }}
 {% endmacro %}
 
-{#- The subquery of this model's keys in scope that cache_scope_keys returns: the text by which
+{#- The subquery of this model's keys in scope that scope_keys_cached returns: the text by which
     versions_in_scope recognises the run's scope. -#}
-{% macro cached_scope_keys_subquery() %}
-    {% set scope = backfill_safe.declared_scope() %}
+{% macro scope_keys_cache_subquery() %}
+    {% set scope = backfill_safe.scope_of_model() %}
     {{ return('select ' ~ scope.key ~ ' from ' ~ backfill_safe.scope_keys_relation()) }}
 {% endmacro %}
 
 {#- The names of the cached temporary views a run shares between the models of one dbt
-    invocation that compute the same scope (cache_shared_scope): `changed`, the keys the SQL
+    invocation that compute the same scope (scope_shared_cache): `changed`, the keys the SQL
     `changed` finds, and `versions[<source>.<table>]`, the landed versions of those keys (each
     direct source) or of the members they name (each lookup). Named after this dbt invocation
     and a hash of the SQL (whose literals are the model's lower and landing bounds) and of the
@@ -28,7 +28,7 @@
     `of_domain` is a regular expression matching every invocation's shared views of the
     domain (of the lookback: a named domain, or `lookback_<n>_days` for a model's own window),
     its group 1 the invocation's part, which is `invocation` in this one's names. -#}
-{% macro shared_scope_relations(scope, changed) %}
+{% macro scope_shared_relations(scope, changed) %}
     {% set invocation = (invocation_id | replace('-', ''))[:12] | lower %}
     {% set cached = (scope.direct + scope.lookups) | map(attribute='name') | list %}
     {#- the lookback: a domain's name, or the model's own window in days -#}

@@ -1,10 +1,10 @@
-{#- The keys a run of a model with a declared scope (declared_scope) must recompute, as a SQL
+{#- The keys a run of a model with a declared scope (scope_of_model) must recompute, as a SQL
     subquery of its scope key over its landed sources (every version, quarantined ones too: a
     superset is harmless, since each key in it is recomputed from all its versions and
     merge_source sends only rows that differ), or none when every key is in scope (full build,
     full refresh, no watermark yet). The model inlines its current state restricted to these
     keys, so a daily run ranks and joins the versions of the keys its changes reach instead of
-    the whole history; incremental_scope then picks the rows as before. Each branch filters a
+    the whole history; scope_predicate then picks the rows as before. Each branch filters a
     landed table on its own columns (Iceberg prunes files by their bounds).
     - Daily: the keys with a version of a direct source among the run's changes
       (changed_versions_predicate: updated after the lower bound, landed after the last
@@ -12,19 +12,19 @@
       keys of the direct source's versions naming a changed `on`; for an effective-dated one,
       only the keys whose event time is at or after the changed version's update time, plus
       every key naming an `on` whose earliest version changed (it is in effect before any
-      other). cache_scope_keys adds the keys of the table's rows still awaiting a member.
+      other). scope_keys_cached adds the keys of the table's rows still awaiting a member.
     - Backfill: the keys with a version whose event time is in the window, and those the
       table holds in it.
-    A row of incremental_scope's daily scope has updated_at = the greatest of its inputs'
+    A row of scope_predicate's daily scope has updated_at = the greatest of its inputs'
     update times, each a version of a declared change: its key is here. -#}
-{% macro scope_keys() %}
+{% macro scope_keys_select() %}
     {% if not backfill_safe.is_incremental_run() %}
         {{ return(none) }}
     {% endif %}
-    {% set scope = backfill_safe.declared_scope() %}
+    {% set scope = backfill_safe.scope_of_model() %}
     {% if scope is none %}
         {{ exceptions.raise_compiler_error(
-            "model " ~ this ~ ": scope_keys needs config.meta.backfill_safe.scope") }}
+            "model " ~ this ~ ": scope_keys_select needs config.meta.backfill_safe.scope") }}
     {% endif %}
     {% set key = scope.key %}
     {% set event_source = source(scope.event.source_name, scope.event.table) %}
@@ -58,8 +58,8 @@
     {{ return(branches | join("\nunion\n")) }}
 {% endmacro %}
 
-{#- The branches of scope_keys for a source reached through a direct one (`reached`, an entry
-    of declared_scope's `through`): SQL selects of the scope key.
+{#- The branches of scope_keys_select for a source reached through a direct one (`reached`, an entry
+    of scope_of_model's `through`): SQL selects of the scope key.
     Not effective-dated (a header, a many-to-one member): the keys of the direct source's
     versions naming an `on` with a changed version.
     Effective-dated (type 2: a version is in effect from its update time T until the next):

@@ -138,7 +138,7 @@
 
 {#- The scope declaration of the model being compiled (scope_declaration of its config), or
     none when it declares no scope. -#}
-{% macro declared_scope() %}
+{% macro scope_of_model() %}
     {% set block = (config.get('meta') or {}).get('backfill_safe') %}
     {{ return(backfill_safe.scope_declaration("model " ~ model.name ~ " ("
         ~ model.original_file_path ~ "), config.meta.backfill_safe", block,

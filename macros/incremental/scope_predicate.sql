@@ -9,7 +9,7 @@
       too); the same models, macros and MERGE as the daily run. A model without an event date
       (a dimension) is restated whole in a backfill: the MERGE still writes only changed rows.
     - Full build / full refresh: none. -#}
-{% macro incremental_scope(domain, event_date_column=none, unique_key=none, awaiting=none) %}
+{% macro scope_predicate(domain, event_date_column=none, unique_key=none, awaiting=none) %}
     {#- a declared model's lookback lives in two places: its declaration (the scope keys, the
         audit) and this argument (the select's filter); two windows would make the audit and
         the run disagree on what they cover (a domain and its days are the same window) -#}
@@ -18,7 +18,7 @@
     {% if declared is not none and declared != domain
         and backfill_safe.lookback_days(declared) != backfill_safe.lookback_days(domain) %}
         {{ exceptions.raise_compiler_error(
-            "model " ~ model.name ~ " (" ~ model.original_file_path ~ "): incremental_scope("
+            "model " ~ model.name ~ " (" ~ model.original_file_path ~ "): scope_predicate("
             ~ domain ~ ") and config.meta.backfill_safe.lookback (" ~ declared ~ ") name "
             ~ "different lookbacks; the declaration drives the scope keys and the audit, the "
             ~ "argument the select's filter: give both the same value") }}

@@ -90,8 +90,8 @@
 {#- What a run of a model of the kind writes, as one select over its body (`body`, the model's
     compiled select): on a full build the table's rows (`columns`, in order); on an
     incremental run the rows to merge, flagged `_is_deleted` (rows_to_merge). A fact's run is
-    restricted to its scope here (incremental_scope, and with a declared scope the keys its
-    changes reach, cached once: cache_scope_keys). -#}
+    restricted to its scope here (scope_predicate, and with a declared scope the keys its
+    changes reach, cached once: scope_keys_cached). -#}
 {% macro kind_rows(declared, body, columns, full_build) %}
     {% if declared.dimension is not none %}
         {{ return(backfill_safe.dimension_rows(declared, body, columns, full_build)) }}
@@ -108,9 +108,9 @@
         {{ return("select " ~ columns | join(", ") ~ " from (\n" ~ body
             ~ "\n) as current_state where not is_deleted") }}
     {% endif %}
-    {% set scope = backfill_safe.incremental_scope(declared.lookback, declared.event_date,
+    {% set scope = backfill_safe.scope_predicate(declared.lookback, declared.event_date,
         declared.unique_key, awaiting=(declared.scope or {}).get('awaiting')) %}
-    {% set keys = backfill_safe.cache_scope_keys() if declared.scope is not none else none %}
+    {% set keys = backfill_safe.scope_keys_cached() if declared.scope is not none else none %}
     {% set filters = [] %}
     {% if keys %}
         {% do filters.append(declared.scope.key ~ " in (" ~ keys ~ ")") %}
@@ -128,7 +128,7 @@
 {#- A dimension's rows (declared_dimension): its surrogate key (surrogate_key of the member key,
     and for type 2 of the update time), the body's columns, for type 2 the validity interval
     (effective_interval), and the unknown member. An incremental run restricts the body to
-    the members with a version in its scope (incremental_scope: updated after the lower bound)
+    the members with a version in its scope (scope_predicate: updated after the lower bound)
     and those the table does not hold yet (a late-arriving member: the facts waiting on it
     re-key as soon as it lands); type 2 rebuilds every version of such a member, so a late
     version both appears and closes the interval before it (versions_of_changed_members).
@@ -136,7 +136,7 @@
 {% macro dimension_rows(declared, body, columns, full_build) %}
     {% set dimension = declared.dimension %}
     {% set member_key = dimension.member_key %}
-    {% set scope = none if full_build else backfill_safe.incremental_scope(declared.lookback) %}
+    {% set scope = none if full_build else backfill_safe.scope_predicate(declared.lookback) %}
     {% set versions = "(\n" ~ body ~ "\n)" %}
     {% if dimension.type == 2 %}
         {% set scoped = backfill_safe.versions_of_changed_members(versions, member_key, scope) %}

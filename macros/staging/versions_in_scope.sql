@@ -1,7 +1,7 @@
 {#- The versions of landed table `source_name`.`table` a staging reads, as a relation: every
-    version (keys_in none); the run's cached versions (cache_scope_keys made them as the select
+    version (keys_in none); the run's cached versions (scope_keys_cached made them as the select
     began to compile) when the table is a direct source of the model's declared scope and
-    keys_in is the run's cached scope (cached_scope_keys_subquery), or a lookup and keys_in
+    keys_in is the run's cached scope (scope_keys_cache_subquery), or a lookup and keys_in
     selects its column from the cached versions of the source that names it, so the select's
     references to them read memory, not the landed table again; else the versions whose
     `key_column` is in keys_in. -#}
@@ -9,7 +9,7 @@
     {% if not keys_in %}
         {{ return(source(source_name, table)) }}
     {% endif %}
-    {% set scope = backfill_safe.declared_scope() if execute else none %}
+    {% set scope = backfill_safe.scope_of_model() if execute else none %}
     {% set name = source_name ~ '.' ~ table %}
     {% set column = key_column or (scope.key if scope else none) %}
     {% if column is none %}
@@ -18,7 +18,7 @@
     {% endif %}
     {% if scope %}
         {% if name in scope.direct | map(attribute='name') | list and column == scope.key
-            and keys_in == backfill_safe.cached_scope_keys_subquery() %}
+            and keys_in == backfill_safe.scope_keys_cache_subquery() %}
             {{ return(backfill_safe.scope_versions_relation(source_name, table)) }}
         {% endif %}
         {% for lookup in scope.lookups if lookup.name == name and column == lookup.on %}

@@ -13,7 +13,7 @@
                      gives every row on every run
       measures:      (optional) the columns whose daily sums reconcile it, e.g. [net_amount]
       scope:         (optional) how its rows are tied to its sources' versions, so a daily run
-                     reads only the keys its changes reach (declared_scope)
+                     reads only the keys its changes reach (scope_of_model)
       max_scan_share: (optional) the largest share of its table's data files one read of a
                      daily run may take (record_scans warns)
     Returned as {name, unique_id, relation, unique_key, event_date, lookback, current_state,

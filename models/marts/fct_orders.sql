@@ -2,7 +2,7 @@
 
 -- One row per order as it should be now, with totals from its current lines (flagged
 -- is_deleted when the order must not be in the fact). Its scope and lookback: the yml. The
--- current state is computed for the run's orders only (scoped_keys), as fct_order_item's.
+-- current state is computed for the run's orders only (scope_keys), as fct_order_item's.
 -- depends_on: {{ ref('int_orders__current_state') }}
 select
     order_id,
@@ -21,4 +21,4 @@ select
     awaits_product,
     updated_at,
     is_deleted
-from ({{ orders_current_state(scoped_keys()) }}) as order_state
+from ({{ orders_current_state(scope_keys()) }}) as order_state

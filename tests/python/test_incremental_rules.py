@@ -122,10 +122,10 @@ def scenario(spark, dbt, tmp_path_factory) -> Scenario:
     s.merge_sql = {fact: (run_folder / f"{fact}.sql").read_text() for fact in ("fct_order_item", "fct_orders")}
     compiled_folder = Path(os.environ["DBT_TARGET_PATH"]) / "compiled" / "backfill_safe" / "models" / "marts"
     s.compiled_sql = {fact: (compiled_folder / f"{fact}.sql").read_text() for fact in ("fct_order_item", "fct_orders")}
-    # the run's scope, as cache_scope_keys cached it in this (the embedded engine's) session
+    # the run's scope, as scope_keys_cached cached it in this (the embedded engine's) session
     s.scope_orders = {fact: sorted(r.order_id for r in wh.rows(f"select order_id from scope_keys__{fact}"))
                       for fact in ("fct_order_item", "fct_orders")}
-    # the raw versions of those orders, as cache_scope_keys cached them, against raw itself
+    # the raw versions of those orders, as scope_keys_cached cached them, against raw itself
     s.scope_versions = {
         (fact, table): tuple(sorted(map(repr, wh.rows(query))) for query in (
             f"select * from scope_versions__shop__{table}__{fact}",
@@ -138,7 +138,7 @@ def scenario(spark, dbt, tmp_path_factory) -> Scenario:
             "select * from raw.customers where customer_id in"
             f" (select customer_id from raw.orders where order_id in (select order_id from scope_keys__{fact}))"))
         for fact in ("fct_order_item", "fct_orders")})
-    # the changed orders and their raw versions as the two facts shared them (cache_shared_scope)
+    # the changed orders and their raw versions as the two facts shared them (scope_shared_cache)
     s.shared_views = shared_scope_views(wh)
     s.scratch_after = [row.tableName for row in wh.rows("show tables in scratch") if not row.isTemporary] \
         if spark.catalog.databaseExists("scratch") else []
@@ -174,7 +174,7 @@ def row_files(wh: Warehouse) -> dict[tuple[int, int], str]:
 
 
 def shared_scope_views(wh: Warehouse) -> list[str]:
-    """The session's temporary views of a run's shared scope (cache_shared_scope)."""
+    """The session's temporary views of a run's shared scope (scope_shared_cache)."""
     return sorted(row.viewName for row in wh.rows("show views like 'scope_shared_*'") if row.isTemporary)
 
 

@@ -177,7 +177,7 @@ def test_conflicting_versions_later_than_every_loadable_one_do_not_move_the_wate
 
 
 def scope_orders(warehouse: Warehouse, fact: str = "fct_order_item") -> list[int]:
-    """The orders the fact's last incremental run recomputed (cache_scope_keys' view)."""
+    """The orders the fact's last incremental run recomputed (scope_keys_cached's view)."""
     return sorted(r.order_id for r in warehouse.rows(f"select order_id from scope_keys__{fact}"))
 
 
