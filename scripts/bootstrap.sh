@@ -52,7 +52,9 @@ ln -sf "$jar" .venv/iceberg/iceberg-spark-runtime.jar
 #   not a forked chmod per file written);
 # - ScanLog: what each SQL statement scanned, read by the on-run-end hook record_scans;
 # - ScanPartitions: the partitions each statement's scans planned (a listener; ScanLog reports them);
-# - ScanPlan: what a statement will scan, planned and not run (`pipeline explain`).
+# - ScanPlan: what a statement will scan, planned and not run (`pipeline explain`);
+# - SessionCatalog: Iceberg's session catalog whose DROP TABLE of a plain table deletes its
+#   folder (compiled against the Iceberg runtime too).
 jvm_sources="$(ls scripts/jvm/backfill_safe/*.java)"
 jvm_jar=".venv/jars/backfill-safe-jvm-$(cat $jvm_sources | sha256sum | cut -c1-16).jar"
 if [ ! -f "$jvm_jar" ]; then
@@ -61,8 +63,8 @@ if [ ! -f "$jvm_jar" ]; then
     classes="$(mktemp -d)"
     trap 'rm -rf "$classes"' EXIT
     # shellcheck disable=SC2086
-    javac --release 8 -nowarn -cp "$pyspark_jars/*" -d "$classes" $jvm_sources 2>&1 | grep -v "^warning: \[options\]" || true
-    for class in Json NioLocalFileSystem ScanLog ScanPartitions ScanPlan; do
+    javac --release 8 -nowarn -cp "$pyspark_jars/*:$jar" -d "$classes" $jvm_sources 2>&1 | grep -v "^warning: \[options\]" || true
+    for class in Json NioLocalFileSystem ScanLog ScanPartitions ScanPlan SessionCatalog; do
         [ -f "$classes/backfill_safe/$class.class" ] || { echo "error: javac failed on scripts/jvm/backfill_safe/$class.java" >&2; exit 1; }
     done
     mkdir -p .venv/jars

@@ -280,9 +280,13 @@ def start(
         jar = Path(conf.pop("spark.jars"))
         if not jar.is_file():
             raise ClusterError(f"Iceberg runtime jar not found at {jar}: run bash scripts/bootstrap.sh")
-        classes = Path(conf.pop("spark.driver.extraClassPath"))
-        if not classes.is_file():
-            raise ClusterError(f"the framework's JVM classes not found at {classes}: run bash scripts/bootstrap.sh")
+        from pipeline.spark import class_path
+
+        classes = class_path(conf)
+        conf.pop("spark.driver.extraClassPath")
+        for entry in classes:
+            if not entry.is_file():
+                raise ClusterError(f"the framework's JVM classes not found at {entry}: run bash scripts/bootstrap.sh")
         if thrift_port is None:
             thrift_port = DEFAULT_THRIFT_PORT if _port_is_free(DEFAULT_THRIFT_PORT) else free_port()
         elif not _port_is_free(thrift_port):
@@ -314,7 +318,7 @@ def start(
                              state.master_url)
             launcher.run("thriftserver", "bin/spark-submit", "--master", state.master_url,
                          "--name", "backfill_safe thrift server", "--class", THRIFT_SERVER,
-                         "--jars", str(jar), "--driver-class-path", os.pathsep.join((str(jar), str(classes))),
+                         "--jars", str(jar), "--driver-class-path", os.pathsep.join(dict.fromkeys([str(jar), *map(str, classes)])),
                          "--driver-memory", driver_memory,
                          *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
                          "spark-internal",

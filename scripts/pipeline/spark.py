@@ -91,6 +91,12 @@ def spark_conf() -> dict[str, str]:
     return conf
 
 
+def class_path(conf: dict[str, str]) -> list[Path]:
+    """The jars of the driver's class path (spark.driver.extraClassPath): the framework's JVM
+    classes, then the Iceberg runtime its session catalog extends."""
+    return [Path(entry) for entry in conf.get("spark.driver.extraClassPath", "").split(os.pathsep) if entry]
+
+
 @lru_cache(maxsize=1)
 def get_spark() -> SparkSession:
     conf = spark_conf()
@@ -100,11 +106,13 @@ def get_spark() -> SparkSession:
             f"Iceberg runtime jar not found at {jar}: run scripts/bootstrap.sh "
             "(it links the jar from the snowpark-connect-deps-iceberg package)"
         )
-    classes = Path(conf.get("spark.driver.extraClassPath", ""))
-    if conf.get("spark.hadoop.fs.file.impl") == "backfill_safe.NioLocalFileSystem" and not classes.is_file():
+    uses_ours = (conf.get("spark.hadoop.fs.file.impl", "").startswith("backfill_safe.")
+                 or conf.get("spark.sql.catalog.spark_catalog", "").startswith("backfill_safe."))
+    missing = [entry for entry in class_path(conf) if not entry.is_file()]
+    if uses_ours and (missing or not class_path(conf)):
         raise FileNotFoundError(
-            f"the framework's JVM classes not found at {classes}: run scripts/bootstrap.sh "
-            "(it compiles scripts/jvm/backfill_safe/*.java)"
+            f"the framework's JVM classes not found at {missing[0] if missing else 'spark.driver.extraClassPath'}: "
+            "run scripts/bootstrap.sh (it compiles scripts/jvm/backfill_safe/*.java)"
         )
     lock_warehouse(paths.state_dir())
     builder = SparkSession.builder.appName("backfill_safe").master("local[2]").enableHiveSupport()

@@ -34,6 +34,7 @@ from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 ICEBERG = {"+file_format": "iceberg"}
 MERGE = {**ICEBERG, "+incremental_strategy": "merge"}
+PARQUET = {"+file_format": "parquet"}
 
 
 class TestFrameworkMacrosAreDispatched:
@@ -60,6 +61,16 @@ class TestSimpleMaterializations(BaseSimpleMaterializations):
     @pytest.fixture(scope="class")
     def project_config_update(self):
         return {"name": "base", "models": ICEBERG, "seeds": ICEBERG}
+
+
+class TestSimpleMaterializationsParquet(BaseSimpleMaterializations):
+    """The same on plain Parquet: the swappable model goes from table to view to incremental,
+    each a drop and a create at the table's location (the rebuild case; Iceberg's session
+    catalog left the folder behind and the create failed with LOCATION_ALREADY_EXISTS)."""
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return {"name": "base_parquet", "models": PARQUET, "seeds": PARQUET}
 
 
 class TestSingularTests(BaseSingularTests):

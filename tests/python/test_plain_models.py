@@ -53,6 +53,31 @@ def test_plain_merge_and_append_models_keep_dbt_sparks_semantics_run_after_run(e
     assert hooks == [], hooks
 
 
+def test_plain_parquet_tables_build_again_and_refresh_on_the_profiles_catalog(empty: Warehouse):
+    """dbt-spark drops a Parquet table before it builds it again; Iceberg's session catalog left
+    the dropped table's folder behind and the second build failed with LOCATION_ALREADY_EXISTS
+    (the profile's backfill_safe.SessionCatalog drops it as Spark does)."""
+    wh = empty
+    parquet = ("--select", "plain_parquet_table", "plain_parquet_overwrite")
+    wh.dbt.invoke("run", *parquet, *plain_vars())
+    for value in ("again", "third"):
+        wh.dbt.invoke("run", *parquet, *plain_vars(plain_value=value))
+        # rebuilt: the new rows only, none of an earlier build's files read back
+        assert rows(wh, "plain_parquet_table") == [(1, value), (2, "second")]
+        # the partition its select returned overwritten, the other one kept
+        assert sorted(wh.rows("select plain_id, label from marts.plain_parquet_overwrite")) == [
+            (1, value), (2, "second")]
+    wh.dbt.invoke("run", *parquet, "--full-refresh", *plain_vars(plain_value="refreshed"))
+    assert sorted(wh.rows("select plain_id, label from marts.plain_parquet_overwrite")) == [
+        (1, "refreshed"), (2, "second")]
+    assert [r[0] for r in wh.rows("describe table extended marts.plain_parquet_table")
+            if r[0] == "Provider" and r[1] == "parquet"] == ["Provider"]
+    # and a dropped Parquet table takes its folder with it (Iceberg's catalog kept it)
+    location = next(r[1] for r in wh.rows("describe table extended marts.plain_parquet_table") if r[0] == "Location")
+    wh.spark.sql("drop table marts.plain_parquet_table")
+    assert not wh.spark._jvm.java.io.File(location.removeprefix("file:")).exists()
+
+
 def test_a_run_with_a_framework_model_records_the_plain_models_beside_it(empty: Warehouse):
     wh = empty
     results = {r.name: r.status for r in wh.dbt.invoke("run", *PLAIN, "dim_date", *plain_vars())
