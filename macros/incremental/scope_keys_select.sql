@@ -33,7 +33,7 @@
     {% if window is not none %}
         {% set event_date = (config.get('meta') or {}).get('backfill_safe', {}).get('event_date') %}
         {% set in_window %}
-            select {{ key }} from {{ event_source }}
+            select {{ backfill_safe.key_as(scope, scope.event) }} from {{ event_source }}
             where
                 cast({{ event_time }} as date) >= date'{{ window.start }}'
                 and cast({{ event_time }} as date) < date'{{ window.end }}'
@@ -49,7 +49,8 @@
         {% if changed_versions is none %}
             {{ return(none) }}
         {% endif %}
-        {% do branches.append("select " ~ key ~ " from " ~ source(direct.source_name, direct.table)
+        {% do branches.append("select " ~ backfill_safe.key_as(scope, direct)
+            ~ " from " ~ source(direct.source_name, direct.table)
             ~ " where " ~ changed_versions) %}
     {% endfor %}
     {% for reached in scope.through %}
@@ -81,9 +82,12 @@
     {% set members = source(reached.source_name, reached.table) %}
     {% set via = source(reached.via.source_name, reached.via.table) %}
     {% set changed_versions = backfill_safe.changed_versions_predicate(scope.domain, updated) %}
+    {% set via_key = scope.key_columns[reached.via.source_name ~ '.' ~ reached.via.table] %}
+    {% set event_key = scope.key_columns[scope.event.source_name ~ '.' ~ scope.event.table] %}
     {% if not reached.effective_dated %}
-        {{ return(["select " ~ key ~ " from " ~ via ~ " where " ~ on ~ " in (select " ~ on
-            ~ " from " ~ members ~ " where " ~ changed_versions ~ ")"]) }}
+        {{ return(["select " ~ backfill_safe.key_as(scope, reached.via) ~ " from " ~ via
+            ~ " where " ~ on ~ " in (select " ~ on ~ " from " ~ members
+            ~ " where " ~ changed_versions ~ ")"]) }}
     {% endif %}
     {% set first_change = backfill_safe.memoized_rows(
         "select date_format(min(" ~ updated ~ "), 'yyyy-MM-dd HH:mm:ss.SSSSSS') from " ~ members
@@ -99,7 +103,7 @@
     {% set event_source = source(scope.event.source_name, scope.event.table) %}
     {% set event_time = scope.event.column %}
     {% set reached_keys %}
-        select reaching.{{ key }}
+        select reaching.{{ via_key }} as {{ key }}
         from {{ via }} as reaching
         inner join (
             select changed.{{ on }}, min(changed.{{ updated }}) as effective_from
@@ -109,14 +113,14 @@
         ) as changed
             on reaching.{{ on }} = changed.{{ on }}
         inner join (
-            select {{ key }}, {{ event_time }} from {{ event_source }}
+            select {{ event_key }}, {{ event_time }} from {{ event_source }}
             where {{ event_time }} >= timestamp'{{ first_change }}'
         ) as events
-            on reaching.{{ key }} = events.{{ key }}
+            on reaching.{{ via_key }} = events.{{ event_key }}
         where events.{{ event_time }} >= changed.effective_from
     {% endset %}
     {% set earliest_changed %}
-        select {{ key }} from {{ via }}
+        select {{ backfill_safe.key_as(scope, reached.via) }} from {{ via }}
         where {{ on }} in (
             select changed.{{ on }}
             from {{ members }} as changed
@@ -129,4 +133,11 @@
         )
     {% endset %}
     {{ return([reached_keys, earliest_changed]) }}
+{% endmacro %}
+
+{#- The select expression of the scope key from a direct source (`table`: {source_name, table}):
+    its key column, named as the model's key when the source names it otherwise. -#}
+{% macro key_as(scope, table) %}
+    {% set column = scope.key_columns[table.source_name ~ '.' ~ table.table] %}
+    {{ return(column if column == scope.key else column ~ " as " ~ scope.key) }}
 {% endmacro %}

@@ -8,6 +8,8 @@
                   event_date is the date of this column on its current version); a direct source
       changes:    the landed sources whose new versions put keys in scope, each either
                   '<source>.<table>' (a direct source: it holds the key column), or
+                  {source, key}: a direct source whose column holding the key is named `key`
+                  (a raw `id` for the model's `ticket_id`), or
                   {source, through, on[, effective_dated]}: a source reached through a direct
                   source's column `on` (both tables hold it), e.g. a header or a dimension;
                   `effective_dated: true` when a version is in effect from its update time on
@@ -22,8 +24,9 @@
                   row waits while it is the unknown member's key, unknown_member_key) or
                   {flag: <boolean column>} (a row waits while it is true); or, written the old
                   way, a SQL predicate on the table's columns
-    Returned as {key, domain, event: {source_name, table, column}, direct: [{source_name, table,
-    update_column}], through: [{source_name, table, update_column, via: {source_name, table},
+    Returned as {key, key_columns: {'<source>.<table>': the direct source's key column}, domain,
+    event: {source_name, table, column}, direct: [{source_name, table, name, update_column,
+    key_column}], through: [{source_name, table, update_column, via: {source_name, table},
     on, effective_dated}], lookups: [{source_name, table, on, named_by: {source_name, table}}],
     awaiting}, or none when `block` (the backfill_safe block) declares no scope. A declaration
     that names what its sources lack is a compiler error naming the model (`where_declared`:
@@ -61,9 +64,34 @@
     {% set changes = scope.changes if scope.changes is sequence and scope.changes is not string
         else [scope.changes] %}
     {% for change in changes %}
-        {% if change is string %}
-            {% set table = backfill_safe.scope_source_table(where ~ ".changes", change) %}
-            {% do declared.direct.append(backfill_safe.scope_contract_of(where ~ ".changes", table, [key])) %}
+        {% set direct = change is string
+            or (change is mapping and 'through' not in change and 'on' not in change) %}
+        {% if direct %}
+            {#- a direct source: '<source>.<table>', or {source, key} when its column holding
+                the model's key has another name -#}
+            {% if change is mapping %}
+                {% for name in change.keys() if name not in ['source', 'key'] %}
+                    {{ exceptions.raise_compiler_error(where ~ ".changes: unknown key '" ~ name
+                        ~ "' (keys: source, key for a direct source; source, through, on, "
+                        ~ "effective_dated for one reached through it)") }}
+                {% endfor %}
+                {% for name in ['source', 'key'] if not change.get(name) %}
+                    {{ exceptions.raise_compiler_error(where ~ ".changes: '" ~ name
+                        ~ "' is missing in " ~ change) }}
+                {% endfor %}
+                {% if not (change.key is string
+                    and modules.re.fullmatch('[A-Za-z_][A-Za-z0-9_]*', change.key)) %}
+                    {{ exceptions.raise_compiler_error(where ~ ".changes: key: the source's column "
+                        ~ "holding the model's key '" ~ key ~ "', one column name; got " ~ change.key) }}
+                {% endif %}
+            {% endif %}
+            {% set key_column = change.key if change is mapping else key %}
+            {% set table = backfill_safe.scope_source_table(where ~ ".changes",
+                change.source if change is mapping else change) %}
+            {% set entry = backfill_safe.scope_contract_of(
+                where ~ ".changes", table, [key_column]) %}
+            {% do entry.update({'key_column': key_column}) %}
+            {% do declared.direct.append(entry) %}
         {% elif change is mapping %}
             {% for name in change.keys()
                 if name not in ['source', 'through', 'on', 'effective_dated'] %}
@@ -123,10 +151,15 @@
         {% endif %}
         {% do backfill_safe.scope_contract_of(where ~ "." ~ name, table, columns) %}
     {% endfor %}
+    {% set key_columns = {} %}
+    {% for entry in declared.direct %}
+        {% do key_columns.update({entry.name: entry.key_column}) %}
+    {% endfor %}
     {% set awaiting = backfill_safe.awaiting_predicate(
         where ~ ".awaiting", scope.get('awaiting')) %}
     {{ return({
         'key': key,
+        'key_columns': key_columns,
         'domain': block.get('lookback'),
         'event': event,
         'direct': declared.direct,

@@ -11,13 +11,13 @@
     {% endif %}
     {% set scope = backfill_safe.scope_of_model() if execute else none %}
     {% set name = source_name ~ '.' ~ table %}
-    {% set column = key_column or (scope.key if scope else none) %}
+    {% set column = key_column or (scope.key_columns.get(name, scope.key) if scope else none) %}
     {% if column is none %}
         {{ exceptions.raise_compiler_error("versions_in_scope(" ~ name ~ "): key_column is "
             ~ "required for a model that declares no scope") }}
     {% endif %}
     {% if scope %}
-        {% if name in scope.direct | map(attribute='name') | list and column == scope.key
+        {% if name in scope.key_columns and column == scope.key_columns[name]
             and keys_in == backfill_safe.scope_keys_cache_subquery() %}
             {{ return(backfill_safe.scope_versions_relation(source_name, table)) }}
         {% endif %}

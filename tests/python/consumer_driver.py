@@ -49,6 +49,8 @@ def main(day1: str, day2: str) -> int:
     outcome["explain_left_the_table"] = iceberg.current_snapshot_id(spark, FACT) == before
     outcome["build_2"] = build()
     outcome["rows_2"] = rows()
+    outcome["days_2"] = [[str(r[0]), r[1], r[2]] for r in spark.sql(
+        "select date_day, is_weekend, tickets_opened from analytics_marts.dim_date order by 1").collect()]
     outcome["watermark"] = str(iceberg.watermarks(spark).get("fct_ticket"))
     outcome["run_records"] = [[r[0], str(r[1]), r[2], r[3], r[4], r[5]] for r in spark.sql(
         "select status, watermark_after, snapshots_committed, added_records, deleted_records,"

@@ -22,7 +22,8 @@ DRIVER = Path(__file__).with_name("consumer_driver.py")
 
 # the team's project runs in a process (a JVM) of its own: scripts/test.sh runs it beside the main session
 pytestmark = pytest.mark.beside
-COLUMNS = "ticket_id,queue,opened_at,amount,updated_at,is_deleted"
+# the raw key is `id`; the team's model calls it ticket_id (its scope maps the two)
+COLUMNS = "id,queue,opened_at,amount,updated_at,is_deleted"
 DAY_1 = [
     "1,Billing,2025-03-01 09:00:00,10.00,2025-03-01 09:00:00,false",
     "2,billing,2025-03-02 09:00:00,20.00,2025-03-02 09:00:00,false",
@@ -78,6 +79,8 @@ def test_a_teams_project_installs_the_framework_and_gets_its_guarantees(tmp_path
     assert outcome["land_1"] == 0 and outcome["land_2"] == 0
     for build in ("build_1", "build_2"):
         assert outcome[build].pop("fct_ticket") == "success", outcome[build]
+        # the team's plain Parquet table, built again by the second build (dropped and created)
+        assert outcome[build].pop("dim_date") == "success", outcome[build]
         assert set(outcome[build].values()) == {"success", "pass"}, outcome[build]
     # the framework's hooks and tests ran on the team's model, the quarantine check on its source
     # the team's dbt unit test of its model of the kind ran and passed in both builds
@@ -98,6 +101,9 @@ def test_a_teams_project_installs_the_framework_and_gets_its_guarantees(tmp_path
                 [4, "2025-03-04", "tech", "40.00"], [5, "2025-03-05", "tech", "50.00"],
                 [6, "2025-03-05", "tech", "60.00"], [7, "2025-03-06", "tech", "70.00"]]
     assert outcome["rows_2"] == expected
+    # the plain table rebuilt from the second day's fact (2025-03-01 a Saturday)
+    assert outcome["days_2"] == [["2025-03-01", True, 1], ["2025-03-02", True, 1], ["2025-03-04", False, 1],
+                                 ["2025-03-05", False, 2], ["2025-03-06", False, 1]]
     assert outcome["watermark"] == "2025-03-06 13:00:00"
     # the materialization's work after the MERGE: the watermark stayed below the
     # quarantined version on day 1; day 2's MERGE rewrote the four dates it touched only
@@ -105,11 +111,17 @@ def test_a_teams_project_installs_the_framework_and_gets_its_guarantees(tmp_path
                                       ["success", "2025-03-06 13:00:00", 1, 3, 2, 4]]
     # the control tables in the team's warehouse; none of the repository's examples built there
     assert {"control.etl_watermark", "control.run_records", "control.landed_files"} <= set(outcome["tables"])
-    assert [t for t in outcome["tables"] if t.startswith("analytics_marts.")] == ["analytics_marts.fct_ticket"]
+    assert [t for t in outcome["tables"] if t.startswith("analytics_marts.")] == [
+        "analytics_marts.dim_date", "analytics_marts.fct_ticket"]
     assert [t for t in outcome["tables"] if t.startswith("helpdesk_raw.")] == ["helpdesk_raw.tickets"]
     manifest = json.loads((project / "target" / "manifest.json").read_text())
     built = sorted(n["name"] for n in manifest["nodes"].values() if n["resource_type"] in ("model", "seed"))
-    assert built == ["audit_quarantined_rows", "fct_ticket", "stg_helpdesk__tickets"], built
+    assert built == ["audit_quarantined_rows", "dim_date", "fct_ticket", "stg_helpdesk__tickets"], built
+    # no test of the package's examples attached to the team's models of the same name (dim_date)
+    tests = [n for n in manifest["nodes"].values() if n["resource_type"] == "test"]
+    assert [t["unique_id"] for t in tests if t["package_name"] != "helpdesk_analytics"] == [
+        "test.backfill_safe.no_watermark_drift"], tests
+    assert not [c for t in tests for c in [t.get("column_name")] if c == "date_key"], tests
     assert not [s for s in manifest["sources"] if not s.startswith("source.helpdesk_analytics.")]
 
     # explained before the second build: the MERGE's read of the team's table, planned, and the

@@ -242,6 +242,19 @@ BROKEN_DECLARATIONS = {
     "scope key a source lacks": (
         {**DECLARATION, "scope": {**SCOPE, "changes": ["shop.orders", "shop.customers"]}},
         ".scope.changes: source shop.customers has no column 'order_id'"),
+    "a direct source's own key column it lacks": (
+        {**DECLARATION, "scope": {**SCOPE, "changes": [{"source": "shop.orders", "key": "id"}]}},
+        ".scope.changes: source shop.orders has no column 'id'"),
+    "a direct source's mapping without its key": (
+        {**DECLARATION, "scope": {**SCOPE, "changes": [{"source": "shop.orders"}]}},
+        ".scope.changes: 'key' is missing in "),
+    "a direct source's key that is no column name": (
+        {**DECLARATION, "scope": {**SCOPE, "changes": [{"source": "shop.orders", "key": "order_id; drop"}]}},
+        ".scope.changes: key: the source's column holding the model's key 'order_id', one column name; "
+        "got order_id; drop"),
+    "a direct source's mapping with another key": (
+        {**DECLARATION, "scope": {**SCOPE, "changes": [{"source": "shop.orders", "key": "order_id", "named_by": "x"}]}},
+        ".scope.changes: unknown key 'named_by' (keys: source, key for a direct source; "),
     "scope source not landed": (
         {**DECLARATION, "scope": {**SCOPE, "changes": ["shop.orders", "shop.returns"]}},
         ".scope.changes: 'shop.returns' is no landed source table (landed: rides.drivers, rides.trips, shop.customers"),

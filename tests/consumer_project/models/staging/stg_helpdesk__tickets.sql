@@ -1,11 +1,11 @@
 with
 
 current_version as (
-    {{ backfill_safe.staged_versions('helpdesk', 'tickets', ['ticket_id']) }}
+    {{ backfill_safe.staged_versions('helpdesk', 'tickets', ['id']) }}
 )
 
 select
-    ticket_id,
+    id as ticket_id,
     cast(opened_at as date) as opened_date,
     lower(queue) as queue,
     amount,
