@@ -82,7 +82,8 @@ def test_a_run_with_a_framework_model_records_the_plain_models_beside_it(empty: 
     wh = empty
     results = {r.name: r.status for r in wh.dbt.invoke("run", *PLAIN, "dim_date", *plain_vars())
                if r.resource_type == "model"}
-    assert results == {"plain_upsert": "success", "plain_append": "success", "dim_date": "success"}
+    assert results == {"plain_upsert": "success", "plain_append": "success", "plain_parquet_table": "success",
+                       "plain_parquet_overwrite": "success", "dim_date": "success"}
     records = {r.model_name: r for r in wh.rows(
         f"select * from control.run_records where invocation_id = '{wh.dbt.last_invocation_id()}'")}
     assert set(records) == set(results)
