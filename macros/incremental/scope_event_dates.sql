@@ -26,7 +26,7 @@
         "select distinct date_format(" ~ event_time ~ ", 'yyyy-MM-dd') as event_date from "
         ~ backfill_safe.versions_in_scope(scope.event.source_name, scope.event.table,
                             backfill_safe.scope_keys_cache_subquery(),
-                            scope.key_columns[scope.event.source_name ~ '.' ~ scope.event.table])
+                            backfill_safe.scope_key_column(scope, scope.event))
         ~ " as versions where " ~ event_time ~ " is not null") %}
     {% set dates = [] %}
     {% for row in rows %}

@@ -78,7 +78,7 @@
         the lookups' members are read from their views. -#}
     {% for table in scope.direct + scope.lookups %}
         {% if table in scope.direct %}
-            {% set column, keys = table.key_column, not_shared %}
+            {% set column, keys = backfill_safe.scope_key_column(scope, table), not_shared %}
         {% else %}
             {% set column = table.on %}
             {% set keys = 'select ' ~ column ~ ' from ' ~ backfill_safe.scope_versions_relation(
@@ -147,7 +147,8 @@
         read from their views. -#}
     {% for table in scope.direct + scope.lookups %}
         {% if table in scope.direct %}
-            {% set column, keys = table.key_column, 'select ' ~ key ~ ' from ' ~ shared.changed %}
+            {% set column = backfill_safe.scope_key_column(scope, table) %}
+            {% set keys = 'select ' ~ key ~ ' from ' ~ shared.changed %}
         {% else %}
             {% set column = table.on %}
             {% set keys = 'select ' ~ column ~ ' from '

@@ -82,8 +82,8 @@
     {% set members = source(reached.source_name, reached.table) %}
     {% set via = source(reached.via.source_name, reached.via.table) %}
     {% set changed_versions = backfill_safe.changed_versions_predicate(scope.domain, updated) %}
-    {% set via_key = scope.key_columns[reached.via.source_name ~ '.' ~ reached.via.table] %}
-    {% set event_key = scope.key_columns[scope.event.source_name ~ '.' ~ scope.event.table] %}
+    {% set via_key = backfill_safe.scope_key_column(scope, reached.via) %}
+    {% set event_key = backfill_safe.scope_key_column(scope, scope.event) %}
     {% if not reached.effective_dated %}
         {{ return(["select " ~ backfill_safe.key_as(scope, reached.via) ~ " from " ~ via
             ~ " where " ~ on ~ " in (select " ~ on ~ " from " ~ members
@@ -135,9 +135,15 @@
     {{ return([reached_keys, earliest_changed]) }}
 {% endmacro %}
 
-{#- The select expression of the scope key from a direct source (`table`: {source_name, table}):
-    its key column, named as the model's key when the source names it otherwise. -#}
+{#- The column of a direct source (`table`: {source_name, table}) that holds the scope key
+    (scope_of_model's key_columns: the key's own name unless the declaration maps it). -#}
+{% macro scope_key_column(scope, table) %}
+    {{ return(scope.key_columns[table.source_name ~ '.' ~ table.table]) }}
+{% endmacro %}
+
+{#- The select expression of the scope key from a direct source: its key column, named as the
+    model's key when the source names it otherwise. -#}
 {% macro key_as(scope, table) %}
-    {% set column = scope.key_columns[table.source_name ~ '.' ~ table.table] %}
+    {% set column = backfill_safe.scope_key_column(scope, table) %}
     {{ return(column if column == scope.key else column ~ " as " ~ scope.key) }}
 {% endmacro %}

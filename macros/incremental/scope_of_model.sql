@@ -25,8 +25,8 @@
                   {flag: <boolean column>} (a row waits while it is true); or, written the old
                   way, a SQL predicate on the table's columns
     Returned as {key, key_columns: {'<source>.<table>': the direct source's key column}, domain,
-    event: {source_name, table, column}, direct: [{source_name, table, name, update_column,
-    key_column}], through: [{source_name, table, update_column, via: {source_name, table},
+    event: {source_name, table, column}, direct: [{source_name, table, name, update_column}],
+    through: [{source_name, table, update_column, via: {source_name, table},
     on, effective_dated}], lookups: [{source_name, table, on, named_by: {source_name, table}}],
     awaiting}, or none when `block` (the backfill_safe block) declares no scope. A declaration
     that names what its sources lack is a compiler error naming the model (`where_declared`:
@@ -61,6 +61,7 @@
             ~ "'<source>.<table>.<column>'; got '" ~ scope.event_time ~ "'") }}
     {% endif %}
     {% set declared = {'direct': [], 'through': [], 'lookups': []} %}
+    {% set key_columns = {} %}
     {% set changes = scope.changes if scope.changes is sequence and scope.changes is not string
         else [scope.changes] %}
     {% for change in changes %}
@@ -90,7 +91,7 @@
                 change.source if change is mapping else change) %}
             {% set entry = backfill_safe.scope_contract_of(
                 where ~ ".changes", table, [key_column]) %}
-            {% do entry.update({'key_column': key_column}) %}
+            {% do key_columns.update({entry.name: key_column}) %}
             {% do declared.direct.append(entry) %}
         {% elif change is mapping %}
             {% for name in change.keys()
@@ -150,10 +151,6 @@
                 ~ table.table ~ "' is not among its direct changes " ~ direct_names) }}
         {% endif %}
         {% do backfill_safe.scope_contract_of(where ~ "." ~ name, table, columns) %}
-    {% endfor %}
-    {% set key_columns = {} %}
-    {% for entry in declared.direct %}
-        {% do key_columns.update({entry.name: entry.key_column}) %}
     {% endfor %}
     {% set awaiting = backfill_safe.awaiting_predicate(
         where ~ ".awaiting", scope.get('awaiting')) %}

@@ -108,8 +108,9 @@ def get_spark() -> SparkSession:
         )
     uses_ours = (conf.get("spark.hadoop.fs.file.impl", "").startswith("backfill_safe.")
                  or conf.get("spark.sql.catalog.spark_catalog", "").startswith("backfill_safe."))
-    missing = [entry for entry in class_path(conf) if not entry.is_file()]
-    if uses_ours and (missing or not class_path(conf)):
+    classes = class_path(conf)
+    missing = [entry for entry in classes if not entry.is_file()]
+    if uses_ours and (missing or not classes):
         raise FileNotFoundError(
             f"the framework's JVM classes not found at {missing[0] if missing else 'spark.driver.extraClassPath'}: "
             "run scripts/bootstrap.sh (it compiles scripts/jvm/backfill_safe/*.java)"
