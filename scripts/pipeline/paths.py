@@ -10,15 +10,34 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-# The framework's own repository (installed editable by scripts/bootstrap.sh): its jars.
-FRAMEWORK_DIR = Path(__file__).resolve().parents[2]
-# The dbt project the tools work on: DBT_PROJECT_DIR and DBT_PROFILES_DIR, as dbt itself reads
-# them (a team's project that installs the framework as a package), else this repository and
-# its profile (the examples).
-PROJECT_DIR = Path(os.environ.get("DBT_PROJECT_DIR") or FRAMEWORK_DIR).resolve()
-PROFILES_DIR = Path(os.environ.get("DBT_PROFILES_DIR") or FRAMEWORK_DIR / "profiles").resolve()
-DEFAULT_JAR = FRAMEWORK_DIR / ".venv" / "iceberg" / "iceberg-spark-runtime.jar"
-JVM_JAR = FRAMEWORK_DIR / ".venv" / "jars" / "backfill-safe-jvm.jar"
+# Where the framework's dbt package is (its dbt_project.yml, macros, and jars/: the JVM classes
+# and the Iceberg runtime the profile names): installed from a wheel, site-packages/backfill_safe
+# beside this package (scripts/build_package.py); in a checkout (scripts/bootstrap.sh installs it
+# editable), the repository itself, whose examples live there too.
+_INSTALLED = Path(__file__).resolve().parents[1] / "backfill_safe"
+INSTALLED = (_INSTALLED / "dbt_project.yml").is_file()
+FRAMEWORK_DIR = _INSTALLED if INSTALLED else Path(__file__).resolve().parents[2]
+JARS_DIR = FRAMEWORK_DIR / "jars"
+DEFAULT_JAR = JARS_DIR / "iceberg-spark-runtime.jar"
+JVM_JAR = JARS_DIR / "backfill-safe-jvm.jar"
+# The dbt project the tools work on, as dbt finds it: DBT_PROJECT_DIR, else the working folder
+# (a team's project that installed the framework); in a checkout, else this repository (the
+# examples). Its profile: DBT_PROFILES_DIR, else the project's profiles.yml, else this
+# repository's profiles/ (its own project), else ~/.dbt, as dbt looks.
+PROJECT_DIR = Path(os.environ.get("DBT_PROJECT_DIR") or (Path.cwd() if INSTALLED else FRAMEWORK_DIR)).resolve()
+
+
+def _profiles_dir() -> Path:
+    if os.environ.get("DBT_PROFILES_DIR"):
+        return Path(os.environ["DBT_PROFILES_DIR"])
+    if (PROJECT_DIR / "profiles.yml").is_file():
+        return PROJECT_DIR
+    if not INSTALLED and PROJECT_DIR == FRAMEWORK_DIR:
+        return FRAMEWORK_DIR / "profiles"
+    return Path.home() / ".dbt"
+
+
+PROFILES_DIR = _profiles_dir().resolve()
 
 
 def state_dir() -> Path:

@@ -86,6 +86,12 @@ def spark_conf() -> dict[str, str]:
     paths.export_environment()
     output = render_profile("embedded")
     conf = {str(k): str(v) for k, v in output["server_side_parameters"].items()}
+    # a jar named by a relative path is the project's, as dbt finds it when run from the
+    # project's folder (a team's profile names dbt_packages/backfill_safe/jars/...)
+    for key in ("spark.jars", "spark.driver.extraClassPath"):
+        if key in conf:
+            conf[key] = os.pathsep.join(str(paths.PROJECT_DIR / entry) if entry and not Path(entry).is_absolute()
+                                        else entry for entry in conf[key].split(os.pathsep))
     # dbt-spark forces this on every connection; do the same so both agree
     conf["spark.sql.ansi.enabled"] = "false"
     return conf
@@ -103,8 +109,9 @@ def get_spark() -> SparkSession:
     jar = Path(conf["spark.jars"])
     if not jar.is_file():
         raise FileNotFoundError(
-            f"Iceberg runtime jar not found at {jar}: run scripts/bootstrap.sh "
-            "(it links the jar from the snowpark-connect-deps-iceberg package)"
+            f"Iceberg runtime jar not found at {jar} (spark.jars of the profile's embedded target): "
+            f"the framework installed from a wheel has it in {paths.JARS_DIR} (a project reaches it "
+            "through dbt_packages/backfill_safe/jars/ after `dbt deps`); a checkout links it with scripts/bootstrap.sh"
         )
     uses_ours = (conf.get("spark.hadoop.fs.file.impl", "").startswith("backfill_safe.")
                  or conf.get("spark.sql.catalog.spark_catalog", "").startswith("backfill_safe."))
@@ -113,7 +120,8 @@ def get_spark() -> SparkSession:
     if uses_ours and (missing or not classes):
         raise FileNotFoundError(
             f"the framework's JVM classes not found at {missing[0] if missing else 'spark.driver.extraClassPath'}: "
-            "run scripts/bootstrap.sh (it compiles scripts/jvm/backfill_safe/*.java)"
+            f"the framework installed from a wheel has them in {paths.JARS_DIR}; a checkout compiles them "
+            "with scripts/bootstrap.sh (scripts/jvm/backfill_safe/*.java)"
         )
     lock_warehouse(paths.state_dir())
     builder = SparkSession.builder.appName("backfill_safe").master("local[2]").enableHiveSupport()

@@ -1,9 +1,10 @@
-"""A team's day with the framework installed as a package, in a process of its own (its own
-dbt project, its own state folder and Derby metastore: DBT_PROJECT_DIR, DBT_PROFILES_DIR and
-PIPELINE_STATE_DIR are set by tests/python/test_package_install.py). Every step is the
-`pipeline` command or dbt as a user runs them, in one process (one JVM):
+"""A team's day with the framework installed by pip, in a process of its own, run by the
+team's environment's Python from the team's project folder (tests/python/test_package_install.py):
+its own dbt project, profile and state folder (.warehouse), found from that folder as the
+`pipeline` command finds them. Every step is the `pipeline` command or dbt as a user runs them,
+in one process (one JVM):
 
-    python consumer_driver.py DAY1_CSV DAY2_CSV
+    .venv/bin/python consumer_driver.py DAY1_CSV DAY2_CSV
 
 land day 1, `dbt build`; land day 2 (late corrections, a delete, a duplicate), `dbt build`;
 damage one date of the fact, then `pipeline backfill` over every date. The outcome is one line
@@ -14,14 +15,12 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
 FACT = "analytics_marts.fct_ticket"
 
 
 def main(day1: str, day2: str) -> int:
+    import pipeline
     from pipeline import cli, iceberg, paths
     from pipeline.dbt import Dbt
     from pipeline.engine import get_engine
@@ -36,7 +35,8 @@ def main(day1: str, day2: str) -> int:
     def build() -> dict[str, str]:
         return {r.name: r.status for r in dbt.invoke("build")}
 
-    outcome: dict[str, object] = {"project_dir": str(paths.PROJECT_DIR)}
+    outcome: dict[str, object] = {"project_dir": str(paths.PROJECT_DIR), "pipeline_module": pipeline.__file__,
+                                  "state_dir": str(paths.state_dir())}
     outcome["land_1"] = cli.main(["land", day1])
     outcome["build_1"] = build()
     outcome["rows_1"] = rows()

@@ -1,23 +1,25 @@
-"""The framework installed as a package in a team's own dbt project (tests/consumer_project):
-`dbt deps` from a local path, the team's source landed, its model of the framework's kind built,
-corrected late, and restated by a backfill, with the `pipeline` commands run against that
-project (DBT_PROJECT_DIR). None of this repository's examples is built there."""
+"""The framework installed in a team's own dbt project (tests/consumer_project) as
+docs/guides/adopt-the-framework.md does it: its wheel installed by pip into a fresh virtual
+environment of the project, `dbt deps`, the team's source landed, its model of the framework's
+kind built, corrected late, compared, explained and restated by a backfill, with the `pipeline`
+command of that environment run from the project's folder and no environment variable set.
+None of this repository's examples reaches that project."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-from pipeline.paths import FRAMEWORK_DIR, PROFILES_DIR
+from pipeline.paths import FRAMEWORK_DIR
 
-DBT = Path(sys.executable).parent / "dbt"
 DRIVER = Path(__file__).with_name("consumer_driver.py")
 
 # the team's project runs in a process (a JVM) of its own: scripts/test.sh runs it beside the main session
@@ -42,40 +44,59 @@ DAY_2 = [
 ]
 
 
-def _consumer_project(tmp: Path) -> Path:
+def guide_install_steps() -> list[list[str]]:
+    """The commands of the bash block of the guide's "1. Install", comments left out, with
+    `python3.11` this Python and `../backfill-safe` this checkout."""
+    guide = (FRAMEWORK_DIR / "docs" / "guides" / "adopt-the-framework.md").read_text()
+    section = guide.split("\n## 1. Install\n", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    swap = {"python3.11": sys.executable, "../backfill-safe": str(FRAMEWORK_DIR)}
+    return [[swap.get(word, word) for word in shlex.split(line.split("#")[0])]
+            for line in block.splitlines() if line.split("#")[0].strip()]
+
+
+def _installed_project(tmp: Path) -> tuple[Path, dict[str, str]]:
+    """The team's project as the adoption guide sets it up: its files (profiles.yml and
+    packages.yml included, as committed), then the guide's install commands run in its folder: a
+    fresh virtual environment in `.venv`, this checkout installed into it by pip (which builds its
+    wheel: the JVM classes compiled, the dbt package assembled), `dbt deps`. The environment
+    of its commands carries no variable of this repository's (no PIPELINE_*, DBT_*, PYTHONPATH):
+    what the team's commands find, they find from the project's folder."""
     project = tmp / "helpdesk_analytics"
     shutil.copytree(FRAMEWORK_DIR / "tests" / "consumer_project", project)
-    (project / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(FRAMEWORK_DIR)}]}))
-    # the team's own profile: this repository's targets (Jinja text, as dbt reads it) under its name
-    ours = (PROFILES_DIR / "profiles.yml").read_text()
-    assert ours.count("\nbackfill_safe:\n") == 1
-    (project / "profiles").mkdir()
-    (project / "profiles" / "profiles.yml").write_text(ours.replace("\nbackfill_safe:\n", "\nhelpdesk_analytics:\n"))
-    return project
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PIPELINE_", "DBT_", "PYTHON", "VIRTUAL_ENV"))}
+    for step in guide_install_steps():
+        done = subprocess.run(step, cwd=project, env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, (step, done.stdout[-3000:] + done.stderr[-3000:])
+    return project, env
 
 
 def test_a_teams_project_installs_the_framework_and_gets_its_guarantees(tmp_path: Path):
-    project = _consumer_project(tmp_path)
-    env = {**os.environ, "DBT_PROJECT_DIR": str(project), "DBT_PROFILES_DIR": str(project / "profiles"),
-           "PIPELINE_STATE_DIR": str(tmp_path / "state"), "DBT_USE_COLORS": "false",
-           "PIPELINE_ICEBERG_JAR": str(FRAMEWORK_DIR / ".venv" / "iceberg" / "iceberg-spark-runtime.jar"),
-           "PIPELINE_JVM_JAR": str(FRAMEWORK_DIR / ".venv" / "jars" / "backfill-safe-jvm.jar")}
-    env.pop("DBT_TARGET_PATH", None)
-    deps = subprocess.run([str(DBT), "deps"], cwd=project, env=env, capture_output=True, text=True, timeout=300)
-    assert deps.returncode == 0, deps.stdout[-3000:] + deps.stderr[-2000:]
-    assert (project / "dbt_packages" / "backfill_safe" / "macros").is_dir()
+    project, env = _installed_project(tmp_path)
+    installed = project / ".venv" / "lib" / "python3.11" / "site-packages"
+    # the package dbt installed is the one pip put into the team's environment, jars included
+    assert (project / "dbt_packages" / "backfill_safe").resolve() == installed / "backfill_safe"
+    assert {p.name for p in (installed / "backfill_safe" / "jars").iterdir()} == {
+        "backfill-safe-jvm.jar", "iceberg-spark-runtime.jar"}
+    package_dir = subprocess.run([".venv/bin/pipeline", "package-dir"], cwd=project, env=env,
+                                 capture_output=True, text=True, timeout=120)
+    assert package_dir.returncode == 0 and package_dir.stdout.strip() == str(installed / "backfill_safe")
 
     files = tmp_path / "files"
     files.mkdir()
     (files / "tickets.csv").write_text("\n".join([COLUMNS, *DAY_1]) + "\n")
     (files / "tickets-2.csv").write_text("\n".join([COLUMNS, *DAY_2]) + "\n")
-    done = subprocess.run([sys.executable, str(DRIVER), str(files / "tickets.csv"), str(files / "tickets-2.csv")],
+    done = subprocess.run([".venv/bin/python", str(DRIVER), str(files / "tickets.csv"), str(files / "tickets-2.csv")],
                           cwd=project, env=env, capture_output=True, text=True, timeout=1500)
     [result] = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")] or [None]
     assert done.returncode == 0 and result, done.stdout[-5000:] + done.stderr[-5000:]
     outcome = json.loads(result.removeprefix("RESULT "))
 
+    # the `pipeline` the team's environment installed, working on the project of its folder
     assert outcome["project_dir"] == str(project)
+    assert outcome["pipeline_module"] == str(installed / "pipeline" / "__init__.py")
+    assert outcome["state_dir"] == str(project / ".warehouse")
     assert outcome["land_1"] == 0 and outcome["land_2"] == 0
     for build in ("build_1", "build_2"):
         assert outcome[build].pop("fct_ticket") == "success", outcome[build]
@@ -123,6 +144,10 @@ def test_a_teams_project_installs_the_framework_and_gets_its_guarantees(tmp_path
         "test.backfill_safe.no_watermark_drift"], tests
     assert not [c for t in tests for c in [t.get("column_name")] if c == "date_key"], tests
     assert not [s for s in manifest["sources"] if not s.startswith("source.helpdesk_analytics.")]
+    # nor any example macro, seed or var: the installed package carries the framework only
+    assert not [m for m in manifest["macros"].values()
+                if m["package_name"] == "backfill_safe" and "examples" in m["original_file_path"]]
+    assert not (installed / "backfill_safe" / "seeds").exists()
 
     # explained before the second build: the MERGE's read of the team's table, planned, and the
     # landed tickets it read to find its scope; the build after it still did all the work (above)

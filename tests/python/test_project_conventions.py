@@ -153,6 +153,35 @@ def _code_blocks(markdown: str) -> list[tuple[str, str]]:
     return [tuple(block.rstrip("\n").split("\n", 1)) for block in blocks if "\n" in block.rstrip("\n")]
 
 
+def test_a_teams_profile_sets_the_frameworks_spark_settings_with_the_installed_jars():
+    """The team's profile of the adoption guide (tests/consumer_project/profiles.yml) sets every
+    Spark setting of this repository's embedded target, to the same values, but the jars: it
+    names them in the installed package, through dbt_packages/ (relative to the project), and reads
+    no environment variable but the state folder's (whose default is the project's .warehouse)."""
+    import jinja2
+
+    def embedded(path: Path, profile: str) -> dict:
+        def env_var(name: str, default: str | None = None) -> str:
+            assert name == "PIPELINE_STATE_DIR" or profile == "backfill_safe", f"{path}: env_var({name!r})"
+            return default
+
+        text = jinja2.Environment().from_string(path.read_text()).render(env_var=env_var)
+        return yaml.safe_load(text)[profile]["outputs"]["embedded"]
+
+    ours = embedded(PROJECT_DIR / "profiles" / "profiles.yml", "backfill_safe")
+    teams = embedded(PROJECT_DIR / "tests" / "consumer_project" / "profiles.yml", "helpdesk_analytics")
+    jars = {"spark.jars", "spark.driver.extraClassPath"}
+    spark, their_spark = ours.pop("server_side_parameters"), teams.pop("server_side_parameters")
+    assert teams == ours
+    assert {k: str(v) for k, v in their_spark.items() if k not in jars} == {
+        k: str(v) for k, v in spark.items() if k not in jars}
+    assert their_spark["spark.jars"] == "dbt_packages/backfill_safe/jars/iceberg-spark-runtime.jar"
+    assert their_spark["spark.driver.extraClassPath"].split(":") == [
+        "dbt_packages/backfill_safe/jars/backfill-safe-jvm.jar", their_spark["spark.jars"]]
+    assert [Path(p).name for p in spark["spark.driver.extraClassPath"].split(":")] == [
+        "backfill-safe-jvm.jar", "iceberg-spark-runtime.jar"]
+
+
 def test_the_guide_shows_the_example_files_as_they_are():
     """A guide's block whose first line is a path comment is that whole file; one marked
     `(excerpt)` is a verbatim part of it. The example's tests build those files, so the guide's
@@ -312,7 +341,7 @@ def test_every_command_states_its_exit_codes_in_its_help_as_the_reference_does()
     reference = (PROJECT_DIR / "docs" / "reference" / "cli.md").read_text()
     documented = {}
     for section in re.split(r"^## `pipeline ", reference, flags=re.M)[1:]:
-        name = re.match(r"[a-z]+", section).group(0)
+        name = re.match(r"[a-z-]+", section).group(0)
         stated = re.search(r"Exit: (.*?)(?:\n\n|\Z)", section, re.S)
         documented[name] = codes(stated.group(1)) if stated else set()
     for name, command in pipeline.commands.items():

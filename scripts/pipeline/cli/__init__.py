@@ -8,11 +8,12 @@
     pipeline report [--out FILE]            the status page: one static HTML file
     pipeline maintain [options]             compact small files, expire snapshots, keep backfills reversible
     pipeline cluster start|stop|status      the local Spark cluster + Thrift Server of the `cluster` target
+    pipeline package-dir                    the folder of the framework's dbt package (for packages.yml)
 
 One module per command group: `land` (landing), `backfills` (backfill, restate, status, rollback),
-`inspection` (compare, explain, report), `maintain`, `cluster`. Each module imports Spark, dbt and
-the product's modules that start Spark or dbt only inside its commands, after the command line
-is checked.
+`inspection` (compare, explain, report), `maintain`, `cluster`, `package` (package-dir). Each
+module imports Spark, dbt and the product's modules that start Spark or dbt only inside its
+commands, after the command line is checked.
 The shop example's sample and main job are `python -m sample generate|main` (scripts/sample/).
 """
 
@@ -43,6 +44,7 @@ EXIT_CODES = {
     "maintain": "0 done; 2 refused (bad table name or argument)",
     "cluster": "start: 0 started, 1 failed, 2 refused (already running, stray processes, port in use); "
                "stop: 0; status: 0 running, 1 not running",
+    "package-dir": "0 printed",
 }
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
@@ -96,9 +98,9 @@ def pipeline() -> None:
 
 
 def _register() -> None:
-    from pipeline.cli import backfills, cluster, inspection, land, maintain
+    from pipeline.cli import backfills, cluster, inspection, land, maintain, package
 
-    for module in (land, backfills, inspection, maintain, cluster):
+    for module in (land, backfills, inspection, maintain, cluster, package):
         module.register(pipeline)
 
 
