@@ -385,6 +385,27 @@ def test_the_command_line_refuses_a_bad_value_with_usage_and_exit_2(capsys, monk
     assert all(re.search(rf"^  {name} ", listed, re.M) for name in EXIT_CODES), listed
 
 
+def test_a_command_outside_a_dbt_project_is_refused_naming_the_folder(tmp_path: Path):
+    """`pipeline` works on the dbt project of DBT_PROJECT_DIR (installed: of its working folder):
+    where there is none, a command is refused with exit 2 naming the folder, before Spark or dbt
+    start; --help and package-dir work anywhere."""
+    import os
+    import subprocess
+    import sys
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120, env={**os.environ, "DBT_PROJECT_DIR": str(tmp_path)})
+
+    refused = run("report")
+    assert refused.returncode == 2 and refused.stdout == "", refused
+    assert refused.stderr.strip() == (f"error: no dbt_project.yml in {tmp_path.resolve()}: run pipeline from your "
+                                      "dbt project's folder, or set DBT_PROJECT_DIR to it")
+    assert run("report", "--help").returncode == 0
+    printed = run("package-dir")
+    assert printed.returncode == 0 and Path(printed.stdout.strip()) == PROJECT_DIR
+
+
 def test_the_installed_package_imports_no_harness():
     """The benchmarks and the fault-injection harness (scripts/harness/), the example's sample and
     main job (scripts/sample/) import the product; the product (the `pipeline` package pyproject

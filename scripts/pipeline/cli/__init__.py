@@ -111,6 +111,16 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line `argv` (default: the process's) and return its exit code."""
     from pipeline.spark import WarehouseBusy
 
+    from pipeline import paths
+
+    args = sys.argv[1:] if argv is None else argv
+    # every command but package-dir works on a dbt project: found, or refused before anything runs
+    if args and args[0] in pipeline.commands and args[0] != "package-dir" \
+            and not set(args) & set(CONTEXT["help_option_names"]) \
+            and not (paths.PROJECT_DIR / "dbt_project.yml").is_file():
+        print(f"error: no dbt_project.yml in {paths.PROJECT_DIR}: run pipeline from your dbt project's "
+              "folder, or set DBT_PROJECT_DIR to it", file=sys.stderr)
+        return 2
     try:
         code = pipeline.main(args=argv, prog_name="pipeline", standalone_mode=False)
     except click.ClickException as error:
