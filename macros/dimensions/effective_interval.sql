@@ -2,7 +2,7 @@
     {#- A type-2 version's interval, as three select-list columns: valid_from (its update time),
         valid_to (the next version's update time, null for the latest), is_current. -#}
     {%- for name, value in [('member_key', member_key), ('update_column', update_column)] %}
-        {%- if not (value is string and modules.re.fullmatch('[A-Za-z_][A-Za-z0-9_]*', value)) %}
+        {%- if not backfill_safe.is_identifier(value) %}
             {{ exceptions.raise_compiler_error(
                 "effective_interval in model " ~ model.name ~ ": " ~ name ~ " must be one column"
                 ~ " name, got " ~ value) }}

@@ -5,8 +5,7 @@
         versions (rows waiting on the unknown member re-key as soon as it lands); every version
         on a full build (no scope). Rebuilding all of a member's versions lets a late version both
         appear and close the interval of the version before it (effective_interval). -#}
-    {%- set identifier = '[A-Za-z_][A-Za-z0-9_]*' %}
-    {%- if not (member_key is string and modules.re.fullmatch(identifier, member_key)) %}
+    {%- if not backfill_safe.is_identifier(member_key) %}
         {{ exceptions.raise_compiler_error(
             "versions_of_changed_members in model " ~ model.name ~ ": member_key must be one column"
             ~ " name, got " ~ member_key) }}

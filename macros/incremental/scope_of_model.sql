@@ -52,7 +52,7 @@
         {{ exceptions.raise_compiler_error(where ~ ": '" ~ name ~ "' is missing") }}
     {% endfor %}
     {% set key = scope.get('key') or unique_key %}
-    {% if not (key is string and modules.re.fullmatch('[A-Za-z_][A-Za-z0-9_]*', key)) %}
+    {% if not backfill_safe.is_identifier(key) %}
         {{ exceptions.raise_compiler_error(where ~ ".key: one column name; got " ~ key) }}
     {% endif %}
     {% set event_parts = (scope.event_time | string).split('.') %}
@@ -80,8 +80,7 @@
                     {{ exceptions.raise_compiler_error(where ~ ".changes: '" ~ name
                         ~ "' is missing in " ~ change) }}
                 {% endfor %}
-                {% if not (change.key is string
-                    and modules.re.fullmatch('[A-Za-z_][A-Za-z0-9_]*', change.key)) %}
+                {% if not backfill_safe.is_identifier(change.key) %}
                     {{ exceptions.raise_compiler_error(where ~ ".changes: key: the source's column "
                         ~ "holding the model's key '" ~ key ~ "', one column name; got " ~ change.key) }}
                 {% endif %}
@@ -215,13 +214,12 @@
     {% if awaiting is none or awaiting is string %}
         {{ return(awaiting) }}
     {% endif %}
-    {% set identifier = '[A-Za-z_][A-Za-z0-9_]*' %}
     {% set terms = [] %}
     {% for entry in (awaiting if awaiting is sequence and awaiting is not mapping else [none]) %}
-        {% if entry is string and modules.re.fullmatch(identifier, entry) %}
+        {% if backfill_safe.is_identifier(entry) %}
             {% do terms.append(entry ~ " = " ~ backfill_safe.unknown_member_key()) %}
         {% elif entry is mapping and entry.keys() | list == ['flag']
-            and entry.flag is string and modules.re.fullmatch(identifier, entry.flag) %}
+            and backfill_safe.is_identifier(entry.flag) %}
             {% do terms.append(entry.flag) %}
         {% else %}
             {{ exceptions.raise_compiler_error(where ~ ": a list of the model's columns, each a "

@@ -183,7 +183,6 @@
     {% endif %}
     {% do backfill_safe.lookback_declaration(where, block.lookback) %}
     {% set dimension = block.dimension %}
-    {% set identifier = '[A-Za-z_][A-Za-z0-9_]*' %}
     {% if dimension is not mapping %}
         {{ exceptions.raise_compiler_error(where ~ ".dimension: a mapping with type and "
             ~ "member_key; got " ~ dimension) }}
@@ -197,12 +196,12 @@
             ~ "(versions with validity intervals); got " ~ dimension.get('type')) }}
     {% endif %}
     {% set member_key = dimension.get('member_key') %}
-    {% if not (member_key is string and modules.re.fullmatch(identifier, member_key)) %}
+    {% if not backfill_safe.is_identifier(member_key) %}
         {{ exceptions.raise_compiler_error(where ~ ".dimension.member_key: one column name; got "
             ~ member_key) }}
     {% endif %}
     {% set unique_key = node.config.unique_key %}
-    {% if not (unique_key is string and modules.re.fullmatch(identifier, unique_key)) %}
+    {% if not backfill_safe.is_identifier(unique_key) %}
         {{ exceptions.raise_compiler_error(where ~ ": the model needs one unique_key column in "
             ~ "its config (the dimension's surrogate key); got " ~ unique_key) }}
     {% endif %}
@@ -261,8 +260,7 @@
             ~ "materialized 'backfill_safe' (it is '" ~ node.config.materialized ~ "')") }}
     {% endif %}
     {% set unique_key = node.config.unique_key %}
-    {% if not (unique_key is string
-            and modules.re.fullmatch('[A-Za-z_][A-Za-z0-9_]*', unique_key)) %}
+    {% if not backfill_safe.is_identifier(unique_key) %}
         {{ exceptions.raise_compiler_error(where ~ ": the model needs one unique_key column in "
             ~ "its config; got " ~ unique_key) }}
     {% endif %}
