@@ -12,13 +12,12 @@
     {% endif %}
     {% set parsed = [] %}
     {% for name, value in [('backfill_start', start), ('backfill_end', end)] %}
-        {% set well_formed = modules.re.fullmatch('[0-9]{4}-[0-9]{2}-[0-9]{2}', value | string) %}
-        {% if value is none or not well_formed %}
-            {{ exceptions.raise_compiler_error(
-                "var '" ~ name ~ "' must be a date YYYY-MM-DD (both backfill vars are needed); got: "
-                ~ value) }}
+        {% if value is none %}
+            {{ exceptions.raise_compiler_error("var '" ~ name ~ "' must be a date YYYY-MM-DD "
+                ~ "(both backfill vars are needed); got none") }}
         {% endif %}
-        {% do parsed.append(modules.datetime.date.fromisoformat(value | string)) %}
+        {#- a real day, or an error naming the var (date_of_var: the one rule for date vars) -#}
+        {% do parsed.append(backfill_safe.date_of_var(name)) %}
     {% endfor %}
     {% if parsed[0] >= parsed[1] %}
         {{ exceptions.raise_compiler_error(

@@ -176,6 +176,20 @@ def test_a_lookback_domain_the_var_does_not_name_is_an_error_not_a_default(base:
     assert "fct_orders" in message
 
 
+@pytest.mark.parametrize("window, error", [
+    ("{backfill_start: '2025-02-30', backfill_end: '2025-03-02'}",
+     "var 'backfill_start' must be a date YYYY-MM-DD; got: 2025-02-30"),
+    ("{backfill_start: 2025-03-01}", "var 'backfill_end' must be a date YYYY-MM-DD (both backfill vars are needed)"),
+    ("{backfill_start: 2025-03-02, backfill_end: 2025-03-01}", "backfill_start must be before backfill_end"),
+])
+def test_a_backfill_window_given_by_hand_is_refused_naming_the_var(base: Warehouse, window: str, error: str):
+    """`dbt run --vars` with a backfill window: a day that does not exist, one var of the two, or
+    an empty window is a compile error naming the var, before any SQL of the model runs."""
+    with pytest.raises(DbtError) as raised:
+        base.dbt.invoke("compile", "--select", "fct_orders", "--vars", window)
+    assert error in str(raised.value)
+
+
 def test_a_declared_model_without_its_table_or_missing_from_the_audit_is_named_and_restate_refuses_it(
         base: Warehouse):
     from pipeline.backfill.runner import BackfillRefused
