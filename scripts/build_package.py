@@ -45,6 +45,11 @@ PACKAGE_FOLDERS = ("macros", "models/audit", "tests/dbt")
 EXAMPLE_FOLDERS = ("macros/examples",)
 
 
+def _is_example(path: Path) -> bool:
+    """A file or folder of the examples (EXAMPLE_FOLDERS): left out of the package."""
+    return any(path == ROOT / e or ROOT / e in path.parents for e in EXAMPLE_FOLDERS)
+
+
 class BuildError(RuntimeError):
     pass
 
@@ -115,7 +120,7 @@ def package_project() -> str:
 
     project = yaml.safe_load((ROOT / "dbt_project.yml").read_text())
     macros = "\n".join(p.read_text() for folder in PACKAGE_FOLDERS for p in (ROOT / folder).rglob("*.sql")
-                       if not any(str(p.relative_to(ROOT)).startswith(e + "/") for e in EXAMPLE_FOLDERS))
+                       if not _is_example(p))
     read = set(re.findall(r"var\(\s*'([a-z_]+)'", macros))
     variables = {k: v for k, v in (project.get("vars") or {}).items() if k in read and k != "lookback_days"}
     package = {
@@ -137,8 +142,7 @@ def dbt_package(dest: Path) -> None:
         shutil.rmtree(dest)  # no file of an earlier build survives into this one
     for folder in PACKAGE_FOLDERS:
         shutil.copytree(ROOT / folder, dest / folder,
-                        ignore=lambda d, names: [n for n in names if n == "__pycache__" or any(
-                            (Path(d) / n) == ROOT / e for e in EXAMPLE_FOLDERS)])
+                        ignore=lambda d, names: [n for n in names if n == "__pycache__" or _is_example(Path(d) / n)])
     (dest / "dbt_project.yml").write_text(package_project())
     checkout_jars = ROOT / "jars"
     built = compile_jvm(checkout_jars)

@@ -87,11 +87,12 @@ def spark_conf() -> dict[str, str]:
     output = render_profile("embedded")
     conf = {str(k): str(v) for k, v in output["server_side_parameters"].items()}
     # a jar named by a relative path is the project's, as dbt finds it when run from the
-    # project's folder (a team's profile names dbt_packages/backfill_safe/jars/...)
-    for key in ("spark.jars", "spark.driver.extraClassPath"):
+    # project's folder (a team's profile names dbt_packages/backfill_safe/jars/...); spark.jars
+    # is a comma-separated list, a class path a path-separated one
+    for key, separator in (("spark.jars", ","), ("spark.driver.extraClassPath", os.pathsep)):
         if key in conf:
-            conf[key] = os.pathsep.join(str(paths.PROJECT_DIR / entry) if entry and not Path(entry).is_absolute()
-                                        else entry for entry in conf[key].split(os.pathsep))
+            conf[key] = separator.join(str(paths.PROJECT_DIR / entry) if entry and not Path(entry).is_absolute()
+                                       else entry for entry in conf[key].split(separator))
     # dbt-spark forces this on every connection; do the same so both agree
     conf["spark.sql.ansi.enabled"] = "false"
     return conf
