@@ -44,6 +44,15 @@
     {% if backfill_safe.nothing_landed_since_last_run() %}
         {{ return('') }}
     {% endif %}
+    {#- a model whose changes are models of the kind reads no landed version itself: only its
+        run's start is recorded (its next run's landing bound), with no watermark -#}
+    {% set scope = backfill_safe.scope_of_model() %}
+    {% if scope is not none and scope.models %}
+        {% do backfill_safe.pending_watermarks().update({this.identifier: "select '"
+            ~ backfill_safe.validated_identifier(this.identifier) ~ "' as pipeline_name, "
+            ~ "cast(null as timestamp) as loaded_through"}) %}
+        {{ return('') }}
+    {% endif %}
     {% set sources = backfill_safe.watermark_sources(graph.nodes[model.unique_id]) %}
     {% if sources | length == 0 %}
         {{ return('') }}

@@ -51,8 +51,9 @@
             {% set state_columns = adapter.get_columns_in_relation(item.current_state_relation)
                 | map(attribute='name') | map('lower') | list %}
             {% set absent = [] %}
-            {% for column in [item.unique_key, item.event_date, 'updated_at']
-                if column | lower not in table_columns %}
+            {% set over_models = item.scope is not none and item.scope.models %}
+            {% for column in [item.unique_key, item.event_date]
+                + ([] if over_models else ['updated_at']) if column | lower not in table_columns %}
                 {% do absent.append(item.relation ~ '.' ~ column) %}
             {% endfor %}
             {% for column in table_columns + ['is_deleted'] if column not in state_columns %}
@@ -73,6 +74,12 @@
                 ~ " cast(null as timestamp) as loaded_updated_at,"
                 ~ " cast(null as date) as event_date, cast(null as date) as loaded_event_date,"
                 ~ " cast(null as date) as restate_date") %}
+        {% elif item.scope is not none and item.scope.models %}
+            {% do parts.append("select * from (" ~ backfill_safe.unreflected_changes_over_models(
+                item.relation, item.current_state_relation, item.unique_key, item.name,
+                item.event_date, item.scope, horizon_days=var('restatement_horizon_days', 90),
+                columns=table_names
+            ) ~ ") as " ~ backfill_safe.validated_identifier(item.name)) %}
         {% else %}
             {% do parts.append("select * from (" ~ backfill_safe.unreflected_changes(
                 item.relation, item.current_state_relation, item.unique_key, item.lookback,

@@ -35,8 +35,12 @@
             ~ unique_key) }}
     {% endif %}
     {% set reference = backfill_safe.is_reference_table() %}
-    {#- a reference table's select is the truth: no version guard -#}
-    {% set version_column = none if reference else config.get('version_column', 'updated_at') %}
+    {% set scope = backfill_safe.scope_of_model() %}
+    {#- a reference table's select is the truth: no version guard; nor a model whose changes
+        are models of the kind: its rows are recomputed whole from its upstream tables (a
+        group's greatest update time may go down when a row of it is deleted) -#}
+    {% set version_column = none if reference or (scope is not none and scope.models)
+        else config.get('version_column', 'updated_at') %}
     {% set target_columns = adapter.get_columns_in_relation(target)
         | map(attribute='name') | list %}
     {% set source_columns = adapter.get_columns_in_relation(source)
@@ -74,7 +78,6 @@
         {{ return("select 'nothing to merge' as merge_skipped") }}
     {% endif %}
     {% set merge_from = backfill_safe.stage_merge_source(source) %}
-    {% set scope = backfill_safe.scope_of_model() %}
     {% set staged_keys = none %}
     {% if merge_from != source %}
         {#- a model with a declared scope: the staged source's scope keys, which name every
@@ -106,6 +109,15 @@
             {% endfor %}
         {% endif %}
     {% endif %}
+    {% set partitions = none %}
+    {% if scope is not none %}
+        {% set partitions = backfill_safe.scope_event_dates(
+            'DBT_INTERNAL_DEST.' ~ config.get('meta').backfill_safe.event_date) %}
+    {% endif %}
+    {#- what the MERGE will change, recorded for the models that read this one's changes -#}
+    {% do backfill_safe.record_model_changes(target, merge_from, unique_key,
+        backfill_safe.scope_event_dates(config.get('meta').backfill_safe.event_date)
+        if partitions else none) %}
     {% set guard = (" and DBT_INTERNAL_SOURCE." ~ version_column
         ~ " >= DBT_INTERNAL_DEST." ~ version_column) if version_column else "" %}
     {% set merge %}
@@ -115,12 +127,8 @@
     {%- for predicate in incremental_predicates or [] %}
         and ({{ predicate }})
     {%- endfor %}
-    {%- if scope is not none %}
-        {%- set partitions = backfill_safe.scope_event_dates(
-            'DBT_INTERNAL_DEST.' ~ config.get('meta').backfill_safe.event_date) %}
-        {%- if partitions %}
+    {%- if partitions %}
         and ({{ partitions }})
-        {%- endif %}
     {%- endif %}
     {%- if staged_keys %}
         and DBT_INTERNAL_DEST.{{ scope.key }} in ({{ staged_keys | join(', ') }})

@@ -17,16 +17,21 @@
     {% if last_run_started_at is none %}
         {{ return(none) }}
     {% endif %}
+    {% set margin = modules.datetime.timedelta(minutes=backfill_safe.landing_overlap_minutes()) %}
+    {{ return(backfill_safe.timestamp_literal(last_run_started_at - margin)) }}
+{% endmacro %}
+
+{#- The margin of the landing bound, in minutes: var `landing_overlap_minutes`, else 0 on the
+    profile's `embedded` target (one clock, and the state folder's lock serialises landings and
+    runs; dbt's `target` does not carry dbt-spark's connection method) and 60 elsewhere. -#}
+{% macro landing_overlap_minutes() %}
     {% set overlap = var('landing_overlap_minutes', none) %}
     {% if overlap is none %}
-        {#- the profile's embedded target: one clock, and the state folder's lock serialises
-            landings and runs (dbt's `target` does not carry dbt-spark's connection method) -#}
         {% set overlap = 0 if target.name == 'embedded' else 60 %}
     {% endif %}
     {% if overlap is not integer or overlap < 0 %}
         {{ exceptions.raise_compiler_error(
             "var 'landing_overlap_minutes' must be a whole number of minutes >= 0; got: " ~ overlap) }}
     {% endif %}
-    {% set margin = modules.datetime.timedelta(minutes=overlap) %}
-    {{ return(backfill_safe.timestamp_literal(last_run_started_at - margin)) }}
+    {{ return(overlap) }}
 {% endmacro %}

@@ -14,6 +14,11 @@
         or var('dual_run_model', none) is not none %}
         {{ return(false) }}
     {% endif %}
+    {#- a model whose changes are models of the kind: nothing recorded by them since -#}
+    {% set scope = backfill_safe.scope_of_model() if backfill_safe.is_framework_model() else none %}
+    {% if scope is not none and scope.models %}
+        {{ return(backfill_safe.nothing_changed_upstream(scope)) }}
+    {% endif %}
     {% set inputs = backfill_safe.landed_inputs(model.unique_id) %}
     {% if not inputs %}
         {{ return(false) }}

@@ -35,7 +35,7 @@
       the rows of `live` that differ from the table (a null-safe anti-join over every column).
     The model's columns are those documented in its yml, which must be the table's.
     guarded_merge_sql turns the flag into DELETE / UPDATE / INSERT. -#}
-{% macro rows_to_merge(live, changes=none, unique_key=none, existing=none) %}
+{% macro rows_to_merge(live, changes=none, unique_key=none, existing=none, vanished=false) %}
     {% set columns = adapter.get_columns_in_relation(this) | map(attribute='name') | list %}
     {#- the select is written with the table's column names, so a column added to (or
         dropped from) the model would be silently left out (or fail in Spark's analysis):
@@ -96,5 +96,22 @@
                 {%- endfor %}
             )
         )
+    {%- if vanished %}
+    union all
+    -- the table's rows in scope that the select no longer gives: deleted
+    select
+        {%- for column in columns %}
+        existing.{{ column }},
+        {%- endfor %}
+        true as _is_deleted
+    from (
+        select * from {{ this }}
+        {%- if existing %}
+        where {{ existing }}
+        {%- endif %}
+    ) as existing
+    left anti join {{ changes }} as changes
+        on existing.{{ unique_key }} = changes.{{ unique_key }}
+    {%- endif %}
     {% endif %}
 {% endmacro %}

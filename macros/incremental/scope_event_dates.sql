@@ -16,6 +16,17 @@
     {% if scope is none %}
         {{ return(none) }}
     {% endif %}
+    {% if scope.models %}
+        {#- a scope over models: its keys are the event dates when the key is the event date
+            (a daily aggregate), and only outside a backfill (whose window adds rows by date) -#}
+        {% set keys = backfill_safe.scope_keys_cached() %}
+        {% if keys is none or backfill_safe.backfill_window() is not none
+            or scope.key != config.get('meta').backfill_safe.event_date %}
+            {{ return(none) }}
+        {% endif %}
+        {% set literals = backfill_safe.scope_key_literals(keys) %}
+        {{ return((column ~ " in (" ~ literals ~ ")") if literals else none) }}
+    {% endif %}
     {% if backfill_safe.scope_keys_select() is none %}
         {{ return(none) }}
     {% endif %}

@@ -14,5 +14,5 @@
     {% set scope = backfill_safe.scope_of_model() %}
     {% set event_date = config.get('meta').backfill_safe.event_date %}
     {% set dates = backfill_safe.scope_event_dates(event_date) %}
-    {{ return("(" ~ dates ~ ") and " ~ scope.key ~ " in (" ~ keys ~ ")") }}
+    {{ return(("(" ~ dates ~ ") and " if dates else "") ~ scope.key ~ " in (" ~ keys ~ ")") }}
 {% endmacro %}

@@ -43,6 +43,9 @@
         {{ exceptions.raise_compiler_error(
             "model " ~ this ~ ": scope_keys_cached needs config.meta.backfill_safe.scope") }}
     {% endif %}
+    {% if scope.models %}
+        {{ return(backfill_safe.model_scope_keys_cache(scope)) }}
+    {% endif %}
     {% set changed = backfill_safe.scope_keys_select() %}
     {% if changed is none %}
         {{ return(none) }}
@@ -100,6 +103,33 @@
             {% endcall %}
         {% endif %}
     {% endfor %}
+    {{ return(backfill_safe.scope_keys_cache_subquery()) }}
+{% endmacro %}
+
+{#- scope_keys_cache for a scope whose changes are models of the kind: the keys their runs
+    changed (model_scope_keys_select), and those of the table's rows awaiting a member, in one
+    cached temporary view; none when every key is in scope. -#}
+{% macro model_scope_keys_cache(scope) %}
+    {% set changed = backfill_safe.model_scope_keys_select(scope) %}
+    {% if changed is none %}
+        {{ return(none) }}
+    {% endif %}
+    {% set key = scope.key %}
+    {% set awaiting = scope.awaiting if backfill_safe.backfill_window() is none else none %}
+    {% set relation = backfill_safe.scope_keys_relation() %}
+    {% call statement('create_scope_keys_view', fetch_result=false) %}
+        create or replace temporary view {{ relation }} as
+        select /*+ REPARTITION({{ key }}) */ {{ key }} from (
+            {{ changed }}
+            {%- if awaiting %}
+            union
+            select {{ key }} from {{ this }} where {{ awaiting }}
+            {%- endif %}
+        ) as scoped
+    {% endcall %}
+    {% call statement('scope_keys_cached', fetch_result=false) %}
+        cache table {{ relation }}
+    {% endcall %}
     {{ return(backfill_safe.scope_keys_cache_subquery()) }}
 {% endmacro %}
 

@@ -47,13 +47,28 @@
         {{ exceptions.raise_compiler_error(where ~ ": unknown key '" ~ name ~ "' (keys: "
             ~ known | join(', ') ~ ")") }}
     {% endfor %}
-    {% for name in ['key', 'event_time', 'changes']
-        if not scope.get(name) and not (name == 'key' and unique_key) %}
+    {% for name in ['key', 'changes'] + ([] if backfill_safe.names_models(scope.changes)
+        else ['event_time']) if not scope.get(name) and not (name == 'key' and unique_key) %}
         {{ exceptions.raise_compiler_error(where ~ ": '" ~ name ~ "' is missing") }}
     {% endfor %}
     {% set key = scope.get('key') or unique_key %}
     {% if not backfill_safe.is_identifier(key) %}
         {{ exceptions.raise_compiler_error(where ~ ".key: one column name; got " ~ key) }}
+    {% endif %}
+    {% set changes = scope.changes if scope.changes is sequence and scope.changes is not string
+        else [scope.changes] %}
+    {#- changes that are models of the kind (scope_model_changes): a scope of its own -#}
+    {% set models = backfill_safe.scope_model_changes(where, changes, key) %}
+    {% if models is not none %}
+        {% for name in ['event_time', 'lookups'] if scope.get(name) %}
+            {{ exceptions.raise_compiler_error(where ~ "." ~ name ~ ": a scope whose changes are "
+                ~ "models of the kind has no " ~ name ~ " (its keys are those its upstream "
+                ~ "models' runs changed)") }}
+        {% endfor %}
+        {{ return({'key': key, 'key_columns': {}, 'domain': block.get('lookback'),
+                   'event': none, 'direct': [], 'through': [], 'lookups': [], 'models': models,
+                   'awaiting': backfill_safe.awaiting_predicate(
+                       where ~ ".awaiting", scope.get('awaiting'))}) }}
     {% endif %}
     {% set event_parts = (scope.event_time | string).split('.') %}
     {% if event_parts | length != 3 %}
@@ -62,8 +77,6 @@
     {% endif %}
     {% set declared = {'direct': [], 'through': [], 'lookups': []} %}
     {% set key_columns = {} %}
-    {% set changes = scope.changes if scope.changes is sequence and scope.changes is not string
-        else [scope.changes] %}
     {% for change in changes %}
         {% set direct = change is string
             or (change is mapping and 'through' not in change and 'on' not in change) %}
@@ -161,8 +174,81 @@
         'direct': declared.direct,
         'through': declared.through,
         'lookups': declared.lookups,
+        'models': [],
         'awaiting': awaiting,
     }) }}
+{% endmacro %}
+
+{#- The changes of a scope that are models of the kind, `{model: <name>}` or `{model: <name>,
+    key: <column>}` (the upstream model's column holding this model's scope `key`; the key's own
+    name when left out): [{name, unique_id, column, relation, changes}] (`changes`: the table
+    where the upstream's runs record what they changed, model_changes_relation), or none when
+    no entry names a model. A model's changes are all models or all landed sources; an entry
+    that names a model not of the kind, or a column the model does not document, is a
+    compiler error naming `where`. The models are checked only once dbt executes. -#}
+{% macro scope_model_changes(where, changes, key) %}
+    {% if not backfill_safe.names_models(changes) %}
+        {{ return(none) }}
+    {% endif %}
+    {% set found = [] %}
+    {% for change in changes %}
+        {% if change is not mapping or 'model' not in change %}
+            {{ exceptions.raise_compiler_error(where ~ ".changes: models of the kind and landed "
+                ~ "sources cannot be mixed in one scope (" ~ change ~ " is no model): a model "
+                ~ "reads the changes of models, or of landed sources") }}
+        {% endif %}
+        {% for name in change.keys() if name not in ['model', 'key'] %}
+            {{ exceptions.raise_compiler_error(where ~ ".changes: unknown key '" ~ name
+                ~ "' (keys: model, key for a model of the kind)") }}
+        {% endfor %}
+        {% set column = change.get('key') or key %}
+        {% if not backfill_safe.is_identifier(change.model)
+            or not backfill_safe.is_identifier(column) %}
+            {{ exceptions.raise_compiler_error(where ~ ".changes: {model: <model name>, key: <its "
+                ~ "column holding the key '" ~ key ~ "'>}; got " ~ change) }}
+        {% endif %}
+        {% set entry = {'name': change.model, 'column': column, 'unique_id': none,
+                        'relation': none, 'changes': none} %}
+        {% if execute %}
+            {% set nodes = graph.nodes.values() | selectattr('resource_type', 'equalto', 'model')
+                | selectattr('name', 'equalto', change.model) | list %}
+            {% if not nodes %}
+                {{ exceptions.raise_compiler_error(where ~ ".changes: '" ~ change.model
+                    ~ "' is no model of the project") }}
+            {% endif %}
+            {% set upstream = nodes[0] %}
+            {% if upstream.config.materialized != 'backfill_safe' %}
+                {{ exceptions.raise_compiler_error(where ~ ".changes: model '" ~ change.model
+                    ~ "' is not of the framework's kind (it is materialized '"
+                    ~ upstream.config.materialized ~ "'): only a model materialized "
+                    ~ "'backfill_safe' records what its runs change") }}
+            {% endif %}
+            {% set documented = upstream.columns.keys() | list %}
+            {% if column not in documented %}
+                {{ exceptions.raise_compiler_error(where ~ ".changes: model '" ~ change.model
+                    ~ "' has no column '" ~ column ~ "' (its documented columns: "
+                    ~ documented | join(', ') ~ ")" ~ ("; name the column holding '" ~ key
+                    ~ "' with key: <column>" if not change.get('key') else "")) }}
+            {% endif %}
+            {% do entry.update({
+                'unique_id': upstream.unique_id,
+                'relation': api.Relation.create(database=upstream.database,
+                    schema=upstream.schema, identifier=upstream.alias, type='table'),
+                'changes': backfill_safe.model_changes_relation(upstream.alias)}) %}
+        {% endif %}
+        {% do found.append(entry) %}
+    {% endfor %}
+    {{ return(found) }}
+{% endmacro %}
+
+{#- True when a scope's `changes` (a list, or one entry) name a model of the kind. -#}
+{% macro names_models(changes) %}
+    {% set entries = changes if changes is sequence and changes is not string
+        and changes is not mapping else [changes] %}
+    {% for change in entries if change is mapping and 'model' in change %}
+        {{ return(true) }}
+    {% endfor %}
+    {{ return(false) }}
 {% endmacro %}
 
 {#- The scope declaration of the model being compiled (scope_declaration of its config), or

@@ -47,6 +47,7 @@
         {%- endcall -%}
         {%- do persist_constraints(this, model) -%}
         {%- do backfill_safe.kind_table_properties(this) -%}
+        {%- do backfill_safe.record_model_rebuilt(this) -%}
     {%- else -%}
         {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'})
             .include(database=false, schema=false) -%}
@@ -108,6 +109,9 @@
         {{ return("select " ~ columns | join(", ") ~ " from (\n" ~ body
             ~ "\n) as current_state where not is_deleted") }}
     {% endif %}
+    {% if declared.scope is not none and declared.scope.models %}
+        {{ return(backfill_safe.rows_over_models(declared, body)) }}
+    {% endif %}
     {% set scope = backfill_safe.scope_predicate(declared.lookback, declared.event_date,
         declared.unique_key, awaiting=(declared.scope or {}).get('awaiting')) %}
     {% set keys = backfill_safe.scope_keys_cached() if declared.scope is not none else none %}
@@ -122,6 +126,42 @@
         ~ ((" where " ~ filters | join(" and ")) if filters else "") ~ ")" %}
     {{ return(backfill_safe.rows_to_merge(none, changes, declared.unique_key,
         backfill_safe.scope_existing_rows(keys))) }}
+{% endmacro %}
+
+
+{#- The rows to merge of an incremental run of a model whose scope's changes are models of the
+    kind (scope_model_changes: an aggregate, a mart over a fact): its select (`body`) for the
+    keys in the run's scope only (scope_keys_cached: the keys its upstream models' runs changed
+    since its last committed run; in a backfill those this invocation's runs changed, and the
+    keys of the window's rows), and every row of the table of those keys: a key's rows are
+    recomputed whole from its upstream tables, and a row of the table its select no longer gives
+    (a group that lost all its rows) is deleted (rows_to_merge's `vanished`). The keys are
+    literals when they are few (var merge_scope_literals_max): Spark pushes them through the
+    select's grouping down to the upstream table's scan, where Iceberg prunes by them. -#}
+{% macro rows_over_models(declared, body) %}
+    {% set scope = declared.scope %}
+    {% set key = scope.key %}
+    {% set keys = backfill_safe.scope_keys_cached() %}
+    {% set window = backfill_safe.backfill_window() %}
+    {% set terms = [] %}
+    {% if keys %}
+        {% set literals = backfill_safe.scope_key_literals(keys) %}
+        {% do terms.append(key ~ " in (" ~ (literals or keys) ~ ")") %}
+    {% endif %}
+    {% if window is not none %}
+        {#- the window's rows, and every row of a key the table holds in it (a row that moved
+            out of the window is restated too) -#}
+        {% set in_window = declared.event_date ~ " >= date'" ~ window.start ~ "' and "
+            ~ declared.event_date ~ " < date'" ~ window.end ~ "'" %}
+        {% do terms.append("(" ~ in_window ~ ")") %}
+        {% do terms.append(key ~ " in (select " ~ key ~ " from " ~ this ~ " where "
+            ~ in_window ~ ")") %}
+    {% endif %}
+    {% set predicate = ("(" ~ terms | join(" or ") ~ ")") if terms else none %}
+    {% set changes = "(select * from (\n" ~ body ~ "\n) as current_state"
+        ~ ((" where " ~ predicate) if predicate else "") ~ ")" %}
+    {{ return(backfill_safe.rows_to_merge(none, changes, declared.unique_key,
+        predicate, vanished=true)) }}
 {% endmacro %}
 
 

@@ -16,6 +16,10 @@
         ~ "so expected_model, unique_key, domain and date_column are all needed") }}
 {%- endif %}
 {%- set declared = declared or {} %}
+{%- if (declared.get('scope') or {}).get('models') %}
+{{ backfill_safe.unreflected_changes_over_models(model, declared.current_state_relation,
+    declared.unique_key, model.identifier, declared.event_date, declared.scope) }}
+{%- else %}
 {{ backfill_safe.unreflected_changes(
     model,
     expected_model or declared.get('current_state_relation'),
@@ -24,4 +28,5 @@
     model.identifier,
     date_column or declared.get('event_date', 'placeholder_date'),
 ) }}
+{%- endif %}
 {% endtest %}

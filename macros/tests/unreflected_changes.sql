@@ -150,3 +150,126 @@ where
     or unreflected.loaded_event_date >= bounds.horizon_start
 
 {% endmacro %}
+
+
+{#- unreflected_changes of a model whose scope's changes are models of the kind (`scope`,
+    scope_model_changes): the keys whose live row in `expected_model` (its current state,
+    computed from its upstream tables) is not the row `model` holds, in both directions (a
+    row the current state no longer gives, a group that lost all its rows, is 'not deleted'),
+    left out those the model's next run will recompute: the keys of the changes its upstream
+    models recorded since its landing bound (model_scope_keys_select's daily keys; in a test of
+    the same `dbt build` as the model's run, since that run's start), or every key when an
+    upstream was rebuilt since or the model has no recorded run. No update time is compared:
+    the table holds none it needs. Same columns as unreflected_changes (the update times
+    null). -#}
+{% macro unreflected_changes_over_models(model, expected_model, unique_key, model_name,
+                                         date_column, scope, horizon_days=none, columns=none) %}
+{%- if columns is none %}
+    {%- set columns = adapter.get_columns_in_relation(model) | map(attribute='name') | list
+        if execute else [unique_key, date_column] %}
+{%- endif %}
+{%- set pending = backfill_safe.pending_watermark_sql(model_name) %}
+{%- set recorded = backfill_safe.recorded_change_tables() if execute else [] %}
+{%- set upstreams = scope.models | selectattr('changes') | list %}
+with
+
+bound as (
+    select
+        {%- if pending is not none %}
+        {#- a test in the same `dbt build` as the model's run: that run's start, which
+            commit_watermarks records when the invocation ends #}
+        {{ backfill_safe.timestamp_literal(run_started_at) }}
+        {%- else %}
+        max(last_run_started_at)
+        {%- endif %}
+        - make_dt_interval(0, 0, {{ backfill_safe.landing_overlap_minutes() }}, 0) as since
+    {%- if pending is none %}
+    from {{ backfill_safe.watermark_relation() }}
+    where pipeline_name = '{{ backfill_safe.validated_identifier(model_name) }}'
+    {%- endif %}
+),
+
+pending_changes as (
+    {%- for upstream in upstreams if upstream.changes | lower in recorded %}
+    select _change, {{ upstream.column }} as key_value
+    from {{ upstream.changes }}
+    cross join bound
+    where bound.since is null or _run_started_at > bound.since
+    union all
+    {%- endfor %}
+    -- no recorded run: the next run recomputes every key
+    select 'rebuilt' as _change, cast(null as string) as key_value
+    from bound
+    where bound.since is null
+),
+
+expected as (
+    select
+        {%- for column in columns %}
+        {{ column }}{{ "," if not loop.last }}
+        {%- endfor %}
+    from {{ expected_model }}
+    where not is_deleted
+),
+
+actual as (
+    select
+        {%- for column in columns %}
+        {{ column }}{{ "," if not loop.last }}
+        {%- endfor %}
+    from {{ model }}
+),
+
+compared as (
+    select
+        coalesce(expected.{{ unique_key }}, actual.{{ unique_key }}) as key_value,
+        coalesce(expected.{{ scope.key }}, actual.{{ scope.key }}) as scope_key,
+        expected.{{ unique_key }} is not null as is_expected,
+        actual.{{ unique_key }} is not null as is_loaded,
+        expected.{{ date_column }} as event_date,
+        actual.{{ date_column }} as loaded_event_date,
+        concat_ws(
+            ', ',
+            {%- for column in columns %}
+            case
+                when not (expected.{{ column }} <=> actual.{{ column }}) then '{{ column }}'
+            end{{ "," if not loop.last }}
+            {%- endfor %}
+        ) as differing_columns
+    from expected
+    full outer join actual
+        on expected.{{ unique_key }} = actual.{{ unique_key }}
+)
+
+select
+    '{{ model_name }}' as model_name,
+    cast(compared.key_value as string) as unique_key,
+    case
+        when not compared.is_loaded then 'missing'
+        when not compared.is_expected then 'not deleted'
+        else 'stale'
+    end as problem,
+    case when compared.is_loaded and compared.is_expected then compared.differing_columns end
+        as differing_columns,
+    cast(null as timestamp) as source_updated_at,
+    cast(null as timestamp) as loaded_updated_at,
+    compared.event_date,
+    compared.loaded_event_date,
+    coalesce(compared.event_date, compared.loaded_event_date) as restate_date
+from compared
+where
+    (not compared.is_loaded or not compared.is_expected or compared.differing_columns <> '')
+    -- the next run recomputes these keys (or every key)
+    and not exists (select 1 from pending_changes where _change = 'rebuilt')
+    and cast(compared.scope_key as string) not in (
+        select cast(key_value as string) from pending_changes
+        where _change <> 'rebuilt' and key_value is not null
+    )
+    {%- if horizon_days is not none %}
+    -- within the horizon of the latest event date the table holds
+    and coalesce(compared.event_date, compared.loaded_event_date) >= (
+        select date_sub(max({{ date_column }}), {{ horizon_days | int }}) from {{ model }}
+    )
+    {%- endif %}
+
+{% endmacro %}

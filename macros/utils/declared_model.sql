@@ -42,13 +42,23 @@
     {% endfor %}
     {% set current_state = block.get('current_state')
         or backfill_safe.selected_model(node) %}
-    {% for key in ['event_date', 'lookback', 'current_state']
+    {#- a model whose changes are models of the kind has no lookback: its scope is what their
+        runs changed (scope_model_changes) -#}
+    {% set over_models = block.get('scope') is mapping
+        and backfill_safe.names_models(block.scope.get('changes')) %}
+    {% if over_models and block.get('lookback') is not none %}
+        {{ exceptions.raise_compiler_error(where ~ ": lookback: a model whose changes are models "
+            ~ "of the kind has no lookback (its scope is the keys their runs changed); drop it") }}
+    {% endif %}
+    {% for key in ['event_date', 'current_state'] + ([] if over_models else ['lookback'])
         if (block.get(key) if key != 'current_state' else current_state) in [none, ''] %}
         {{ exceptions.raise_compiler_error(where ~ ": '" ~ key ~ "' is missing"
             ~ (" (it is the model the select reads when it reads one; this one reads "
                ~ node.depends_on.nodes | join(', ') ~ ")" if key == 'current_state' else "")) }}
     {% endfor %}
-    {% do backfill_safe.lookback_declaration(where, block.lookback) %}
+    {% if not over_models %}
+        {% do backfill_safe.lookback_declaration(where, block.lookback) %}
+    {% endif %}
     {% set share = backfill_safe.max_scan_share(node) %}
     {% set unique_key = node.config.unique_key %}
     {% if unique_key is not string or not unique_key %}
@@ -74,6 +84,16 @@
         {{ exceptions.raise_compiler_error(where ~ ".scope: key '" ~ scope.key ~ "' is not among "
             ~ "the model's documented columns " ~ documented) }}
     {% endif %}
+    {#- an upstream model must be read by the select (dbt then runs it first), and must not read
+        this model -#}
+    {% for upstream in (scope.models if scope is not none else [])
+        if upstream.unique_id not in backfill_safe.ancestors_of(node) %}
+        {{ exceptions.raise_compiler_error(where ~ ".scope.changes: " ~ (("a cycle: model '"
+            ~ upstream.name ~ "' reads this model") if upstream.unique_id == node.unique_id
+            or node.unique_id in backfill_safe.ancestors_of(upstream.unique_id)
+            else ("model '" ~ upstream.name ~ "' is not read by this model's select (ref it, "
+            ~ "directly or through the models it reads)"))) }}
+    {% endfor %}
     {{ return({
         'name': node.name,
         'unique_id': node.unique_id,
@@ -81,7 +101,7 @@
                                         identifier=node.alias, type='table'),
         'unique_key': unique_key,
         'event_date': block.event_date,
-        'lookback': block.lookback,
+        'lookback': block.get('lookback'),
         'current_state': state.unique_id,
         'current_state_relation': api.Relation.create(database=state.database,
             schema=state.schema, identifier=state.alias, type='view'),
@@ -91,6 +111,23 @@
         'dimension': none,
         'reference': false,
     }) }}
+{% endmacro %}
+
+{#- The unique ids of every model and source a node reads, directly or through other models.
+    `node`: a node (of the graph or not), or a node's unique id. -#}
+{% macro ancestors_of(node) %}
+    {% set found = [] %}
+    {% set pending = [node] %}
+    {#- breadth-first (Jinja has no while: the list grows as it is walked) -#}
+    {% for item in pending %}
+        {% set node = graph.nodes.get(item) if item is string else item %}
+        {% for parent in (node.depends_on.nodes if node is not none else [])
+            if parent not in found %}
+            {% do found.append(parent) %}
+            {% do pending.append(parent) %}
+        {% endfor %}
+    {% endfor %}
+    {{ return(found) }}
 {% endmacro %}
 
 {#- Every model that declares config.meta.backfill_safe (a dimension's or a reference table's

@@ -25,6 +25,28 @@ BASE_EVENTS = ((1, "2025-01-02 10:00", "20.00"), (2, "2025-01-10 10:00", "30.00"
 
 
 @dataclass(frozen=True)
+class Aggregate:
+    """A model of the kind over the domain's models (its scope's changes name them): grouped, or
+    a mart over a fact."""
+    name: str
+    relation: str  # its table
+    current_state: str  # its current-state view: the aggregate computed from scratch
+    unique_key: str
+
+    def differing_rows(self, wh: Warehouse) -> set[str]:
+        """The unique keys whose row differs from a full refresh's (the live rows of the current
+        state), every column compared, null-safe, both directions: a row the table holds and the
+        current state does not give (a group that lost its rows) too."""
+        columns = wh.spark.table(self.relation).columns
+        same = " and ".join(f"t.{c} <=> v.{c}" for c in columns)
+        key = self.unique_key
+        return {str(r.k) for r in wh.rows(
+            f"select coalesce(t.{key}, v.{key}) as k from {self.relation} as t full outer join"
+            f" (select * from {self.current_state} where not is_deleted) as v on t.{key} = v.{key}"
+            f" where not ({same}) or t.{key} is null or v.{key} is null")}
+
+
+@dataclass(frozen=True)
 class Domain:
     name: str
     fact: str  # the declared incremental model
@@ -42,10 +64,20 @@ class Domain:
     members: Callable[[], dict[str, list[dict]]]  # the dimension members the events refer to
     # (n, event time or None, update time or None (= event time), amount, deleted) -> landing
     version: Callable[[int, str | None, str | None, str, bool], dict[str, list[dict]]]
+    # the models of the kind over the fact (and the domain's other facts): each rule holds for
+    # them too (test_rules_by_domain compares them with a full refresh after every run)
+    aggregates: tuple[Aggregate, ...] = ()
 
     @property
     def select(self) -> tuple[str, ...]:
-        return ("--select", f"+{self.fact}", *(f"+{d.split('.')[-1]}" for d in self.dimensions))
+        return ("--select", f"+{self.fact}", *(f"+{d.split('.')[-1]}" for d in self.dimensions),
+                *(f"+{a.name}" for a in self.aggregates))
+
+    def stale_aggregates(self, wh: Warehouse) -> dict[str, set[str]]:
+        """Aggregate name -> the unique keys whose row differs from a full refresh's; {} when
+        every aggregate is right."""
+        found = {a.name: a.differing_rows(wh) for a in self.aggregates}
+        return {name: keys for name, keys in found.items() if keys}
 
     def event(self, n: int, event_time: str | None, updated_at: str | None = None, *, amount: str = "20.00",
               deleted: bool = False) -> dict[str, list[dict]]:
@@ -109,6 +141,12 @@ SHOP = Domain(
     members=lambda: {"customers": [customer(1, "2024-12-01 00:00")],
                      "products": [product(1, "2024-12-01 00:00", unit_cost="4.00")]},
     version=_shop_version,
+    aggregates=(
+        Aggregate("agg_daily_revenue", "marts.agg_daily_revenue", "staging.int_daily_revenue__current_state",
+                  "daily_revenue_key"),
+        Aggregate("agg_customer_orders", "marts.agg_customer_orders", "staging.int_customer_orders__current_state",
+                  "customer_key"),
+    ),
 )
 
 RIDES = Domain(
@@ -118,6 +156,10 @@ RIDES = Domain(
     members=lambda: {"drivers": [driver(7, "2024-12-01 00:00", rate="0.2000"),
                                  driver(8, "2024-12-01 00:00", rate="0.2500")]},
     version=_rides_version,
+    aggregates=(
+        Aggregate("agg_daily_city_trips", "marts.agg_daily_city_trips",
+                  "staging.int_daily_city_trips__current_state", "daily_city_key"),
+    ),
 )
 
 DOMAINS = (SHOP, RIDES)

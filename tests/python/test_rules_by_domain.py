@@ -36,7 +36,11 @@ def case(domain: Domain, examples_built) -> tuple[Domain, Warehouse]:
 
 
 def run(d: Domain, wh: Warehouse, *args: str):
-    return wh.dbt_run(*d.select, *args)
+    """The domain's daily run (its fact, dimensions and aggregates); then every aggregate over
+    the fact must equal its full refresh: each rule below holds for them too."""
+    results = wh.dbt_run(*d.select, *args)
+    assert d.stale_aggregates(wh) == {}
+    return results
 
 
 def data_tests(d: Domain, wh: Warehouse) -> dict[str, tuple[str, int]]:
@@ -53,6 +57,7 @@ def test_the_build_loads_every_event_on_its_date(case):
     d, wh = case
     assert d.events(wh) == {1: ("2025-01-02", Decimal("20.00")), 2: ("2025-01-10", Decimal("30.00")),
                             3: ("2025-01-09", Decimal("10.00"))}
+    assert d.stale_aggregates(wh) == {}
     assert failing(data_tests(d, wh)) == {}
 
 
@@ -157,10 +162,13 @@ def test_a_correction_beyond_the_window_is_listed_by_the_audit_and_restated_on_i
     assert [(str(w.start), str(w.end)) for w in plan.windows] == [("2025-01-02", "2025-01-03")]
     Console(file=output, width=200).print(backfill.restate_keys(None))
     assert d.fact in output.getvalue() and "stale" in output.getvalue()
+    assert {a.name for a in d.aggregates} <= {m.name for m in plan.models}
     run_id = backfill.start(plan, "late correction")
     assert backfill.status_of(run_id) == "published"
     assert d.events(wh)[1] == ("2025-01-02", Decimal("25.00"))
     assert d.differing_events(wh) == set()
+    # the aggregates over the fact restated in the same publish
+    assert d.stale_aggregates(wh) == {}
     assert failing(data_tests(d, wh)) == {}
 
 
@@ -168,13 +176,18 @@ def test_a_backfill_publishes_the_full_refresh_result_and_rolls_back_exactly(cas
     d, wh = case
     _late_beyond_the_window(d, wh)
     before = wh.table(d.relation)
+    aggregates_before = {a.name: wh.table(a.relation) for a in d.aggregates}
     backfill = Backfill(wh.dbt, wh.spark, Console(file=io.StringIO()))
     run_id = backfill.start(backfill.plan("2025-01-01", "2025-01-04", d.fact, 1), "repair 01-01..01-03")
     [record] = Control(wh.spark).runs(run_id)
     assert record.status == "published" and d.fact in record.models
     assert wh.table(d.relation) == d.full_refresh_result(wh) != before
     assert wh.watermark(d.fact) == WATERMARK  # a backfill does not move the daily watermark
+    # the aggregates over the fact published with it
+    assert d.stale_aggregates(wh) == {}
+    assert any(wh.table(a.relation) != aggregates_before[a.name] for a in d.aggregates)
 
     backfill.rollback(run_id)
     assert wh.table(d.relation) == before
+    assert {a.name: wh.table(a.relation) for a in d.aggregates} == aggregates_before
     assert Control(wh.spark).runs(run_id)[0].status == "rolled_back"

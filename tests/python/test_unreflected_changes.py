@@ -292,6 +292,44 @@ BROKEN_DECLARATIONS = {
         ".scope.awaiting: a list of the model's columns, each a dimension key"),
 }
 
+# a model whose changes are models of the kind (an aggregate, a mart over a fact): no lookback
+OVER_MODELS = {"event_date": "order_date", "current_state": "int_orders__current_state"}
+BROKEN_MODEL_CHANGES = {
+    "an upstream model not of the kind": (
+        {**OVER_MODELS, "scope": {"changes": [{"model": "int_orders__current_state"}]}}, {},
+        ".scope.changes: model 'int_orders__current_state' is not of the framework's kind (it is materialized "
+        "'view'): only a model materialized 'backfill_safe' records what its runs change"),
+    "a tie column the upstream lacks": (
+        {**OVER_MODELS, "scope": {"changes": [{"model": "fct_orders", "key": "order_key"}]}}, {},
+        ".scope.changes: model 'fct_orders' has no column 'order_key' (its documented columns: order_id, "),
+    "the scope key the upstream lacks": (
+        {**OVER_MODELS, "scope": {"key": "order_date", "changes": [{"model": "dim_customer"}]}}, {},
+        ".scope.changes: model 'dim_customer' has no column 'order_date' (its documented columns: customer_key, "),
+    "no such model": (
+        {**OVER_MODELS, "scope": {"changes": [{"model": "fct_order"}]}}, {},
+        ".scope.changes: 'fct_order' is no model of the project"),
+    "an upstream the select does not read": (
+        {**OVER_MODELS, "scope": {"changes": [{"model": "fct_orders"}]}}, {},
+        ".scope.changes: model 'fct_orders' is not read by this model's select (ref it, directly or through "
+        "the models it reads)"),
+    "a cycle": (
+        {**OVER_MODELS, "scope": {"changes": [{"model": "fct_orders"}]}},
+        {"unique_id": "model.backfill_safe.int_orders__current_state"},
+        ".scope.changes: a cycle: model 'fct_orders' reads this model"),
+    "models and sources mixed": (
+        {**OVER_MODELS, "scope": {"changes": [{"model": "fct_orders"}, "shop.orders"]}}, {},
+        ".scope.changes: models of the kind and landed sources cannot be mixed in one scope"),
+    "a lookback": (
+        {**OVER_MODELS, "lookback": "sales", "scope": {"changes": [{"model": "fct_orders"}]}}, {},
+        ": lookback: a model whose changes are models of the kind has no lookback"),
+    "an event time": (
+        {**OVER_MODELS, "scope": {"event_time": "shop.orders.ordered_at", "changes": [{"model": "fct_orders"}]}},
+        {}, ".scope.event_time: a scope whose changes are models of the kind has no event_time"),
+    "another key in a model's entry": (
+        {**OVER_MODELS, "scope": {"changes": [{"model": "fct_orders", "on": "order_id"}]}}, {},
+        ".scope.changes: unknown key 'on' (keys: model, key for a model of the kind)"),
+}
+
 DIMENSION = {"lookback": 3, "dimension": {"type": 2, "member_key": "member_id"}}
 
 BROKEN_DIMENSIONS = {
@@ -345,6 +383,26 @@ def test_an_inconsistent_declaration_is_a_compile_error_naming_the_model_and_the
     error = _declaration_error(base, _example_node(block))
     assert "model fct_example (models/x.sql), config.meta.backfill_safe" in error
     assert message in error
+
+
+@pytest.mark.parametrize("case", BROKEN_MODEL_CHANGES)
+def test_a_broken_declaration_of_changes_from_models_is_a_compile_error_naming_the_model_and_the_key(
+        base: Warehouse, case: str):
+    """An upstream that is not of the kind, a tie column it lacks, an upstream the select does not
+    read, a cycle: refused before anything runs (declared_model, in prepare_framework_run)."""
+    block, node_fields, message = BROKEN_MODEL_CHANGES[case]
+    node = {**_example_node(block), **node_fields}
+    error = _declaration_error(base, node)
+    assert "model fct_example (models/x.sql), config.meta.backfill_safe" in error
+    assert message in error
+
+
+def test_a_declaration_of_changes_from_models_that_the_select_reads_is_accepted(base: Warehouse):
+    import json
+
+    node = _example_node({**OVER_MODELS, "scope": {"changes": [{"model": "fct_orders"}]}})
+    node["depends_on"]["nodes"] = ["model.backfill_safe.fct_orders"]
+    base.dbt.invoke("run-operation", "declared_model", "--args", json.dumps({"node": node}))
 
 
 @pytest.mark.parametrize("case", sorted(BROKEN_DIMENSIONS))

@@ -1,0 +1,113 @@
+{#- The keys a run of a model whose scope's changes are models (scope_model_changes) must
+    recompute, as a SQL select of its scope key, or none when every key is (a full build or
+    refresh, no recorded run yet, an upstream rebuilt since).
+    - Daily: the upstream rows' `key` column values, as they were before and are after each run
+      of every upstream model recorded since this model's landing bound (its last committed
+      run's start, less the overlap margin: incremental_landed_bound): every run since, not
+      only the last, whether or not this model ran in between (a failed run moves no bound).
+    - Backfill: the values recorded by this invocation's runs of the upstream models (the
+      same backfill restated them); the kind adds the window's keys. -#}
+{% macro model_scope_keys_select(scope) %}
+    {% if not backfill_safe.is_incremental_run() %}
+        {{ return(none) }}
+    {% endif %}
+    {#- once per model and invocation: the select, the MERGE and the post-hook ask -#}
+    {% set made = backfill_safe.invocation_store('model_scope_keys') %}
+    {% if this.identifier not in made %}
+        {% do made.update({this.identifier: backfill_safe.model_scope_keys_found(scope)}) %}
+    {% endif %}
+    {{ return(made[this.identifier]) }}
+{% endmacro %}
+
+{#- What model_scope_keys_select answers, found once per model and invocation. -#}
+{% macro model_scope_keys_found(scope) %}
+    {% set window = backfill_safe.backfill_window() %}
+    {% set bound = none if window is not none else backfill_safe.incremental_landed_bound() %}
+    {% if window is none and bound is none %}
+        {{ return(none) }}
+    {% endif %}
+    {% set recorded = backfill_safe.recorded_change_tables() %}
+    {% set branches = [] %}
+    {% for upstream in scope.models %}
+        {% set changes = upstream.changes %}
+        {% if changes | lower in recorded %}
+            {% set since = ("_invocation_id = '" ~ invocation_id ~ "'") if window is not none
+                else ("_run_started_at > " ~ bound) %}
+            {% if window is none %}
+                {#- an upstream rebuilt since: every key -#}
+                {% set rebuilt = run_query("select count(*) from " ~ changes
+                    ~ " where _change = 'rebuilt' and " ~ since).rows[0][0] %}
+                {% if rebuilt > 0 %}
+                    {{ return(none) }}
+                {% endif %}
+            {% endif %}
+            {% do branches.append("select " ~ upstream.column
+                ~ ((" as " ~ scope.key) if upstream.column != scope.key else "") ~ " from "
+                ~ changes ~ " where _change in ('old', 'new') and " ~ since) %}
+        {% endif %}
+    {% endfor %}
+    {#- no upstream recorded anything yet: no key changed -#}
+    {{ return(branches | join("\nunion\n") if branches
+        else "select " ~ scope.key ~ " from " ~ this ~ " where false") }}
+{% endmacro %}
+
+
+{#- The change records that exist (model_changes_relation), as lower-case
+    '<schema>.<table>' names; asked once per model run. -#}
+{% macro recorded_change_tables() %}
+    {% set schema = var('control_schema', 'control') %}
+    {% set found = [] %}
+    {% for row in run_query("show tables in " ~ backfill_safe.validated_identifier(schema)
+        ~ " like '*__changes'").rows %}
+        {% do found.append((schema ~ '.' ~ row[1]) | lower) %}
+    {% endfor %}
+    {{ return(found) }}
+{% endmacro %}
+
+
+{#- True when a daily run of a model whose scope's changes are models can change nothing: no
+    upstream recorded a change since its landing bound. False on a full build, a backfill, with
+    no recorded run. -#}
+{% macro nothing_changed_upstream(scope) %}
+    {% if backfill_safe.backfill_window() is not none %}
+        {{ return(false) }}
+    {% endif %}
+    {% set keys = backfill_safe.model_scope_keys_select(scope) %}
+    {% if keys is none %}
+        {{ return(false) }}
+    {% endif %}
+    {% set found = backfill_safe.memoized_rows("select count(*) from (select 1 from (" ~ keys
+        ~ ") as changed limit 1) as probe /* " ~ this ~ " */")[0][0] %}
+    {{ return(found == 0) }}
+{% endmacro %}
+
+
+{#- The keys in this run's scope (`keys`, the cached subquery scope_keys_cached returned) as a
+    list of SQL literals of the key's type, when there are at most var merge_scope_literals_max
+    of them, else none. Literals, not a subquery: Iceberg prunes files at planning
+    time only on values (through a select's grouping, Spark pushes them down to the upstream
+    table's scan). A key the Thrift Server returns as text is cast back to the table's type. -#}
+{% macro scope_key_literals(keys) %}
+    {% set limit = var('merge_scope_literals_max', 20000) %}
+    {% set key = backfill_safe.scope_of_model().key %}
+    {% set rows = backfill_safe.memoized_rows("select distinct " ~ key ~ " from (" ~ keys
+        ~ ") as scoped where " ~ key ~ " is not null limit " ~ (limit + 1)) %}
+    {% if rows | length > limit %}
+        {{ return(none) }}
+    {% endif %}
+    {% if rows | length == 0 %}
+        {{ return("null") }}
+    {% endif %}
+    {% set data_type = (adapter.get_columns_in_relation(this)
+        | selectattr('name', 'equalto', key) | map(attribute='data_type') | list
+        + ['string'])[0] | lower %}
+    {% set literals = [] %}
+    {% for value in rows | map(attribute=0) | sort %}
+        {% set literal = backfill_safe.sql_literal(value) %}
+        {% if value is string and data_type != 'string' %}
+            {% set literal = "cast(" ~ literal ~ " as " ~ data_type ~ ")" %}
+        {% endif %}
+        {% do literals.append(literal) %}
+    {% endfor %}
+    {{ return(literals | join(', ')) }}
+{% endmacro %}

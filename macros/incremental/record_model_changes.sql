@@ -1,0 +1,129 @@
+{#- What the runs of a model of the kind changed, kept for the models of the kind that read it
+    (a scope whose changes name it: `{model: <name>, key: <column>}`, scope_model_changes), so
+    that their runs recompute exactly the keys those changes reach, whatever ran in between.
+    The table `<control schema>.<model's table>__changes`, one per upstream model, holds for
+    each run that changed rows: the rows as they were before it (`_change = 'old'`: every
+    row its MERGE updates or deletes) and as they are after it (`'new'`: every row it inserts
+    or updates), every column of the model, with the run's invocation and its start
+    (`_run_started_at`, dbt's run_started_at: the clock of the readers' landing bound,
+    incremental_landed_bound). A full build writes one row `'rebuilt'` (every key may have
+    changed) into a table made anew (its columns may have changed with it). Written before the
+    MERGE commits, as its own Iceberg commit: a MERGE that then fails leaves rows of changes
+    that did not happen, and a reader recomputes those keys for nothing (it finds no row to
+    merge); a MERGE never commits without its rows recorded. Nothing is recorded for a model no
+    model reads this way, nor for a dual run's scratch build, nor under `pipeline explain`.
+    Not branched: a backfill's changes are recorded on main with its invocation, and the
+    readers in the same backfill restate exactly those keys (model_scope_keys_select). -#}
+{% macro model_changes_relation(identifier) %}
+    {{ return(var('control_schema', 'control') ~ '.'
+        ~ backfill_safe.validated_identifier(identifier) ~ '__changes') }}
+{% endmacro %}
+
+
+{#- The names of the models whose declared scope names model `name` among its changes: the
+    readers of its change records. Empty while dbt parses. -#}
+{% macro readers_of_model(name) %}
+    {% set found = [] %}
+    {% if execute %}
+        {% for node in graph.nodes.values() if node.resource_type == 'model' %}
+            {% set scope = ((node.config.meta or {}).get('backfill_safe') or {}).get('scope') %}
+            {% set changes = scope.get('changes') if scope is mapping else none %}
+            {% for change in (changes if changes is sequence and changes is not string
+                and changes is not mapping else [changes])
+                if change is mapping and change.get('model') == name %}
+                {% do found.append(node.name) %}
+            {% endfor %}
+        {% endfor %}
+    {% endif %}
+    {{ return(found | unique | list) }}
+{% endmacro %}
+
+
+{#- True when this run of the model records its changes (model_changes_relation). -#}
+{% macro records_model_changes() %}
+    {{ return(execute and backfill_safe.is_framework_model()
+        and var('dual_run_model', none) is none and not backfill_safe.explaining()
+        and backfill_safe.readers_of_model(model.name) | length > 0) }}
+{% endmacro %}
+
+
+{#- Before the MERGE of an incremental run (guarded_merge_sql): the rows it will change, as
+    they are (`target`'s rows of the keys `source` holds, within `partitions`, a predicate on
+    the target's columns that holds for each of them, or none) and as they will be (`source`'s
+    rows not flagged `_is_deleted`), appended to the model's change records. -#}
+{% macro record_model_changes(target, source, unique_key, partitions=none) %}
+    {% if not backfill_safe.records_model_changes() %}
+        {{ return('') }}
+    {% endif %}
+    {% set changes = backfill_safe.model_changes_relation(target.identifier) %}
+    {% set columns = adapter.get_columns_in_relation(target) | map(attribute='name') | list %}
+    {% do backfill_safe.create_model_changes(changes, target, false) %}
+    {% set stamp = "'" ~ invocation_id ~ "' as _invocation_id, "
+        ~ backfill_safe.timestamp_literal(run_started_at) ~ " as _run_started_at" %}
+    {% call statement('record_model_changes', fetch_result=false) %}
+        insert into {{ changes }} (_change, _invocation_id, _run_started_at, {{ columns | join(', ') }})
+        select 'new' as _change, {{ stamp }}, {{ columns | join(', ') }}
+        from {{ source }}
+        where not _is_deleted
+        union all
+        select 'old' as _change, {{ stamp }}, {{ columns | join(', ') }}
+        from {{ target }}
+        where {{ unique_key }} in (select {{ unique_key }} from {{ source }})
+        {%- if partitions %}
+            and ({{ partitions }})
+        {%- endif %}
+    {% endcall %}
+    {{ return('') }}
+{% endmacro %}
+
+
+{#- After a full build of the model (the materialization): its change records made anew, with
+    the columns of the table just built, and one row `'rebuilt'`: every reader's next run
+    recomputes every key. -#}
+{% macro record_model_rebuilt(target) %}
+    {% if not backfill_safe.records_model_changes() %}
+        {{ return('') }}
+    {% endif %}
+    {% set changes = backfill_safe.model_changes_relation(target.identifier) %}
+    {% do backfill_safe.create_model_changes(changes, target, true) %}
+    {#- one row, the model's columns null (typed: a left join that matches nothing) -#}
+    {% call statement('record_model_rebuilt', fetch_result=false) %}
+        insert into {{ changes }}
+        select
+            'rebuilt' as _change,
+            '{{ invocation_id }}' as _invocation_id,
+            {{ backfill_safe.timestamp_literal(run_started_at) }} as _run_started_at,
+            recorded.*
+        from (select 1 as one) as one_row
+        left join {{ target }} as recorded on false
+    {% endcall %}
+    {{ return('') }}
+{% endmacro %}
+
+
+{#- Creates the change records `changes` of `target` (the model's table) when missing, or
+    anew (`replace`): the model's columns after _change, _invocation_id, _run_started_at,
+    partitioned by the day of the run's start (a reader reads the days after its bound). -#}
+{% macro create_model_changes(changes, target, replace) %}
+    {% call statement('create_control_schema', fetch_result=false) %}
+        create schema if not exists {{ var('control_schema', 'control') }}
+    {% endcall %}
+    {% if replace %}
+        {% call statement('drop_model_changes', fetch_result=false) %}
+            drop table if exists {{ changes }}
+        {% endcall %}
+    {% endif %}
+    {% call statement('create_model_changes', fetch_result=false) %}
+        create table if not exists {{ changes }}
+        using iceberg
+        partitioned by (days(_run_started_at))
+        tblproperties ('format-version' = '2')
+        as select
+            cast(null as string) as _change,
+            cast(null as string) as _invocation_id,
+            cast(null as timestamp) as _run_started_at,
+            recorded.*
+        from {{ target }} as recorded
+        where false
+    {% endcall %}
+{% endmacro %}

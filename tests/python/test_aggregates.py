@@ -1,0 +1,126 @@
+"""Models of the kind over models of the kind (docs/reference/configuration.md, "Changes from
+models of the kind"): the shop's daily revenue over its line fact and its customer mart over its
+order fact, scoped by what their upstream facts' runs recorded as changed. What every rule of the
+facts also proves for them is in test_rules_by_domain (each daily run there compares every
+aggregate with its full refresh); this module proves what is the aggregates' own: a key recomputed
+whole, a group deleted when it loses its rows, no snapshot when no group changes, every upstream run
+since the last one read, an upstream rebuilt, the records, the audit.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from domains import SHOP
+from helpers import Warehouse, customer, item, order
+
+REVENUE = "marts.agg_daily_revenue"
+CUSTOMERS = "marts.agg_customer_orders"
+FACT_CHANGES = "control.fct_order_item__changes"
+
+
+@pytest.fixture
+def wh(examples_built) -> Warehouse:
+    """Both example domains' base events as their build left them: orders 1 (2025-01-02), 2
+    (2025-01-10) and 3 (2025-01-09), one line each, all of customer 1 on the web."""
+    warehouse = examples_built.fresh()
+    assert SHOP.stale_aggregates(warehouse) == {}
+    return warehouse
+
+
+def run(wh: Warehouse, *select: str):
+    return wh.dbt_run(*(select or SHOP.select))
+
+
+def customers(wh: Warehouse) -> dict[str, tuple[int, str, str, str]]:
+    """customer_key -> (order_count, net_amount, first_order_date, last_order_date)."""
+    return {r.customer_key: (r.order_count, str(r.net_amount), str(r.first_order_date), str(r.last_order_date))
+            for r in wh.rows(f"select * from {CUSTOMERS}")}
+
+
+def key_of(wh: Warehouse, customer_id: int) -> str:
+    return wh.rows(f"select md5(concat_ws('-', cast({int(customer_id)} as string))) as k")[0].k
+
+
+def test_a_change_that_reaches_no_group_leaves_the_aggregate_without_a_new_snapshot(wh: Warehouse):
+    """Order 2 moves to customer 2: its line's customer changes in the line fact, so the daily
+    revenue recomputes 2025-01-10, finds the same figures and merges nothing; the customer mart
+    moves the order from one customer to the other."""
+    wh.land(customers=[customer(2, "2025-01-10 11:00")],
+            orders=[order(2, "2025-01-10 10:00", "2025-01-10 11:00", customer_id=2)])
+    revenue_before = wh.snapshot_id(REVENUE)
+    customers_before = wh.snapshot_id(CUSTOMERS)
+    run(wh)
+    recorded = wh.rows(f"select _change, order_id, order_date from {FACT_CHANGES}"
+                       " where _change <> 'rebuilt' order by _change")
+    assert [(r._change, r.order_id, str(r.order_date)) for r in recorded] == [
+        ("new", 2, "2025-01-10"), ("old", 2, "2025-01-10")]
+    assert wh.snapshot_id(REVENUE) == revenue_before
+    assert wh.snapshot_id(CUSTOMERS) != customers_before
+    assert customers(wh) == {key_of(wh, 1): (2, "30.00", "2025-01-02", "2025-01-09"),
+                             key_of(wh, 2): (1, "30.00", "2025-01-10", "2025-01-10")}
+    assert SHOP.stale_aggregates(wh) == {}
+
+
+def test_a_group_that_loses_its_last_row_is_deleted(wh: Warehouse):
+    """Order 1, the only one of 2025-01-02, is deleted: the date leaves the daily revenue; customer
+    2's only order is deleted: the customer leaves the mart."""
+    wh.land(customers=[customer(2, "2025-01-10 11:00")],
+            orders=[order(4, "2025-01-10 12:00", customer_id=2)], order_items=[item(4, 1, "2025-01-10 12:00")])
+    run(wh)
+    assert key_of(wh, 2) in customers(wh)
+    wh.land(orders=[order(1, "2025-01-02 10:00", "2025-01-10 13:00", is_deleted=True),
+                    order(4, "2025-01-10 12:00", "2025-01-10 13:00", customer_id=2, is_deleted=True)],
+            order_items=[item(1, 1, "2025-01-10 13:00", is_deleted=True),
+                         item(4, 1, "2025-01-10 13:00", is_deleted=True)])
+    run(wh)
+    assert sorted(str(r.order_date) for r in wh.rows(f"select order_date from {REVENUE}")) == [
+        "2025-01-09", "2025-01-10"]
+    assert customers(wh) == {key_of(wh, 1): (2, "40.00", "2025-01-09", "2025-01-10")}
+    assert SHOP.stale_aggregates(wh) == {}
+
+
+def test_the_changes_of_every_upstream_run_since_its_last_run_reach_it(wh: Warehouse):
+    """The facts run twice without the aggregates (not selected): the aggregates' next run reads
+    what both runs changed, not only the last one's."""
+    wh.land(orders=[order(3, "2025-01-09 12:00", "2025-01-10 11:00")],
+            order_items=[item(3, 1, "2025-01-10 11:00", unit_price="15.00")])
+    run(wh, "--select", "fct_order_item", "fct_orders")
+    wh.land(orders=[order(5, "2025-01-08 09:00", "2025-01-10 12:00")],
+            order_items=[item(5, 1, "2025-01-10 12:00", unit_price="7.00")])
+    run(wh, "--select", "fct_order_item", "fct_orders")
+    assert set(SHOP.stale_aggregates(wh)) == {"agg_daily_revenue", "agg_customer_orders"}
+    run(wh, "--select", "agg_daily_revenue", "agg_customer_orders")
+    assert SHOP.stale_aggregates(wh) == {}
+    assert {str(r.order_date): str(r.net_amount) for r in wh.rows(f"select * from {REVENUE}")} == {
+        "2025-01-02": "20.00", "2025-01-08": "7.00", "2025-01-09": "15.00", "2025-01-10": "30.00"}
+
+
+def test_after_an_upstream_rebuild_the_next_run_recomputes_every_key(wh: Warehouse):
+    """A correction beyond the fact's window is not loaded by its daily run; a full refresh of the
+    fact loads it and records that it rebuilt: the aggregate's next run recomputes every date."""
+    wh.land(orders=[order(1, "2025-01-02 10:00", "2025-01-05 00:00")],
+            order_items=[item(1, 1, "2025-01-05 00:00", unit_price="25.00")])
+    run(wh)
+    wh.dbt_run("--select", "fct_order_item", "--full-refresh")
+    assert [r._change for r in wh.rows(f"select _change from {FACT_CHANGES}")] == ["rebuilt"]
+    assert SHOP.stale_aggregates(wh) == {"agg_daily_revenue": {
+        r.k for r in wh.rows(f"select daily_revenue_key as k from {REVENUE} where order_date = date'2025-01-02'")}}
+    run(wh, "--select", "agg_daily_revenue")
+    assert SHOP.stale_aggregates(wh) == {}
+
+
+def test_the_audit_lists_an_aggregate_row_no_run_will_fix_and_not_one_the_next_run_will(wh: Warehouse):
+    """A row of the aggregate changed behind the framework's back is listed (and fails
+    no_unloaded_changes); a date whose lines changed since its last run is left out: its next run
+    recomputes it."""
+    wh.spark.sql(f"update {REVENUE} set net_amount = 1 where order_date = date'2025-01-09'")
+    wh.land(orders=[order(1, "2025-01-02 10:00", "2025-01-10 11:00")],
+            order_items=[item(1, 1, "2025-01-10 11:00", unit_price="21.00")])
+    run(wh, "--select", "fct_order_item")
+    audit = wh.rows("select * from audit.audit_unreflected_changes where model_name = 'agg_daily_revenue'")
+    assert [(r.problem, str(r.restate_date), r.differing_columns) for r in audit] == [
+        ("stale", "2025-01-09", "net_amount")]
+    tests = {r.name: (r.status, r.failures) for r in wh.dbt.invoke(
+        "test", "--select", "agg_daily_revenue", check=False) if r.resource_type == "test"}
+    assert tests["no_unloaded_changes_agg_daily_revenue_"] == ("fail", 1), tests
