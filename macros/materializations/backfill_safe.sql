@@ -141,6 +141,11 @@
 {% macro rows_over_models(declared, body) %}
     {% set scope = declared.scope %}
     {% set key = scope.key %}
+    {#- nothing recorded upstream since its last run (one probe): no row to merge, and nothing
+        cached or read to find it (guarded_merge_sql then stages nothing) -#}
+    {% if backfill_safe.nothing_changed_upstream(scope) %}
+        {{ return("select *, false as _is_deleted from " ~ this ~ " where false") }}
+    {% endif %}
     {% set keys = backfill_safe.scope_keys_cached() %}
     {% set window = backfill_safe.backfill_window() %}
     {% set terms = [] %}

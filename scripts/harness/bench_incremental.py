@@ -59,8 +59,10 @@ from pipeline import paths
 from harness.bench_data import NEXT_DAY, Scale
 
 FACTS = {"fct_order_item": "order_item_sk", "fct_orders": "order_id"}
+# the models of the kind over the facts (scoped by what the facts' runs changed): name -> unique key
+AGGREGATES = {"agg_daily_revenue": "daily_revenue_key", "agg_customer_orders": "customer_key"}
 MART_TABLES = ["marts.fct_order_item", "marts.fct_orders", "marts.dim_customer", "marts.dim_product",
-               "marts.dim_channel", "marts.dim_date"]
+               "marts.dim_channel", "marts.dim_date", *(f"marts.{a}" for a in AGGREGATES)]
 MICROBATCH = "bench_fct_order_item_microbatch"
 NAIVE = "bench_fct_order_item_naive"
 BASELINE_TABLES = {MICROBATCH: f"bench.{MICROBATCH}", NAIVE: f"bench.{NAIVE}"}
@@ -78,17 +80,25 @@ class BenchDomain:
     marts: tuple[str, ...]
     select: tuple[str, ...]
     measure: str
+    aggregates: dict[str, str]  # the models of the kind over its facts: name -> unique key
 
     def select_args(self) -> list[str]:
         return ["--select", *self.select] if self.select else []
 
+    @property
+    def compared(self) -> dict[str, str]:
+        """Every table compared with the full refresh's: the facts and the aggregates."""
+        return {**self.facts, **self.aggregates}
+
 
 DOMAINS = {
     # the shop: the whole graph, its two facts, the backfill and the baselines
-    "shop": BenchDomain("shop", FACTS, tuple(MART_TABLES), (), "net_amount"),
-    # rides (the second example): fct_trip and what it reads; no backfill or baselines
-    "rides": BenchDomain("rides", {"fct_trip": "trip_id"}, ("marts.fct_trip", "marts.dim_driver"), ("+fct_trip",),
-                         "fare_amount"),
+    "shop": BenchDomain("shop", FACTS, tuple(MART_TABLES), (), "net_amount", AGGREGATES),
+    # rides (the second example): fct_trip, its aggregate and what they read; no backfill or baselines
+    "rides": BenchDomain("rides", {"fct_trip": "trip_id"},
+                         ("marts.fct_trip", "marts.dim_driver", "marts.agg_daily_city_trips"),
+                         ("+fct_trip", "+agg_daily_city_trips"), "fare_amount",
+                         {"agg_daily_city_trips": "daily_city_key"}),
 }
 
 
@@ -156,7 +166,7 @@ class _Phase:
         for fact, table in tables.items():
             view = f"truth_{fact}"
             self.spark.read.parquet(str(truth / fact)).createOrReplaceTempView(view)
-            comparison = diff(self.spark, fact, table, view, self.domain.facts[fact])
+            comparison = diff(self.spark, fact, table, view, self.domain.compared[fact])
             found[fact] = {"identical": comparison.identical, "modified": comparison.modified,
                            "missing": comparison.missing, "extra": comparison.extra,
                            "differing": comparison.modified + comparison.missing + comparison.extra,
@@ -243,7 +253,7 @@ def _full(args: argparse.Namespace) -> dict:
     phase.measure("full", lambda: phase.dbt.invoke("run", "--full-refresh", *domain.select_args()), list(domain.marts))
     truth = Path(args.truth)
     if not args.no_truth:
-        for fact in domain.facts:
+        for fact in domain.compared:
             phase.spark.table(f"marts.{fact}").write.mode("overwrite").parquet(str(truth / fact))
     return phase.finish()
 
@@ -269,7 +279,7 @@ def _daily(args: argparse.Namespace) -> dict:
     domain = phase.domain
     phase.measure("daily", lambda: phase.dbt.invoke("run", *domain.select_args()), list(domain.marts))
     if not args.no_equality:
-        phase.equal_to_full_refresh("daily", {f: f"marts.{f}" for f in domain.facts})
+        phase.equal_to_full_refresh("daily", {f: f"marts.{f}" for f in domain.compared})
     # what the next reader pays (merge-on-read leaves delete files to apply)
     first_fact = next(iter(domain.facts))
     phase.measure("read_after_daily", lambda: spark.sql(
@@ -286,7 +296,7 @@ def _daily(args: argparse.Namespace) -> dict:
                            MART_TABLES)
     phase.results["backfill"]["status"] = backfill.status_of(run_id)
     phase.results["backfill"]["windows"] = len(plan.windows)
-    phase.equal_to_full_refresh("backfill", {f: f"marts.{f}" for f in FACTS})
+    phase.equal_to_full_refresh("backfill", {f: f"marts.{f}" for f in {**FACTS, **AGGREGATES}})
     maintained = phase.measure("maintain", lambda: maintain(spark, expire_older_than=timedelta(0), retain_last=1),
                                MART_TABLES + ["raw.orders", "raw.order_items", "raw.products", "raw.customers"])
     phase.results["maintain"]["tables"] = {r.table: {"files_before": r.files_before, "files_after": r.files_after,
@@ -562,6 +572,26 @@ def targets(report: dict) -> dict:
                         for name in ("daily", "backfill") if name in entry["phases"]}
     found["changed_partitions_equal_dates_touched"] = partitions
     found["equal_to_full_refresh"] = equal
+    found["aggregates"] = {scale: aggregate_costs(report["scales"][scale], domain) for scale in scales}
+    return found
+
+
+def aggregate_costs(entry: dict, domain: BenchDomain) -> dict:
+    """Per aggregate: its own daily run (dbt's node time) against its own full rebuild's, and the
+    partitions its daily run changed against the event dates the day's changes reached."""
+    phases = entry["phases"]
+    full = phases.get("full", {}).get("dbt_nodes", {})
+    dailies = [result.get("dbt_nodes", {}) for name, result in phases.items()
+               if name == "daily" or (name.startswith("daily#") and name.endswith(":daily"))]
+    daily = phases.get("daily", {})
+    found = {}
+    for name in domain.aggregates:
+        walls = [nodes[name] for nodes in dailies if name in nodes]
+        node = statistics.median(walls) if walls else None
+        found[name] = {"daily_node_s": node, "full_node_s": full.get(name),
+                       "ratio": (node / full[name]) if node is not None and full.get(name) else None,
+                       "changed_partitions": daily.get("snapshots", {}).get(f"marts.{name}", {}).get(
+                           "changed_partitions")}
     return found
 
 
@@ -669,6 +699,13 @@ def _with_statements_and_targets(report: dict, lines: list[str]) -> str:
     for scale, t in found.get("equal_to_full_refresh", {}).items():
         lines.append(f"- {_fmt_count(int(scale))}: equal to the full refresh: "
                      + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in t.items()))
+    for scale, costs in found.get("aggregates", {}).items():
+        for name, t in costs.items():
+            if t["daily_node_s"] is None or not t["full_node_s"]:
+                continue
+            lines.append(f"- {_fmt_count(int(scale))}: {name}: daily run {t['daily_node_s']:.1f} s against its own"
+                         f" full rebuild's {t['full_node_s']:.1f} s ({t['ratio']:.0%}, dbt node time); changed"
+                         f" partitions {t['changed_partitions']}")
     return "\n".join(lines) + "\n"
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from domains import SHOP
-from helpers import Warehouse, customer, item, order
+from helpers import Warehouse, customer, item, last_invocation_statements, order
 
 REVENUE = "marts.agg_daily_revenue"
 CUSTOMERS = "marts.agg_customer_orders"
@@ -124,3 +124,16 @@ def test_the_audit_lists_an_aggregate_row_no_run_will_fix_and_not_one_the_next_r
     tests = {r.name: (r.status, r.failures) for r in wh.dbt.invoke(
         "test", "--select", "agg_daily_revenue", check=False) if r.resource_type == "test"}
     assert tests["no_unloaded_changes_agg_daily_revenue_"] == ("fail", 1), tests
+
+
+def test_an_aggregate_whose_upstream_recorded_nothing_stages_nothing_and_merges_nothing(wh: Warehouse):
+    """Only a customer landed: the facts change no row, so they record nothing, and each
+    aggregate's run is its one probe of the records: no scope cached, nothing staged, no MERGE."""
+    wh.land(customers=[customer(1, "2025-01-10 11:00", segment="business")])
+    before = {a.relation: wh.snapshot_id(a.relation) for a in SHOP.aggregates}
+    run(wh)
+    for aggregate in SHOP.aggregates:
+        sent = [s for s in last_invocation_statements() if f'"node_id": "model.backfill_safe.{aggregate.name}"' in s]
+        assert sent, aggregate.name
+        assert not [s for s in sent if "cache table" in s or "create table scratch" in s or "merge into" in s], sent
+        assert wh.snapshot_id(aggregate.relation) == before[aggregate.relation]
