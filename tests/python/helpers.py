@@ -275,7 +275,8 @@ def _metadata_files(metadata_file: str) -> frozenset[str]:
     return frozenset(p.name for p in folder.glob("*.metadata.json")) if folder.is_dir() else frozenset()
 
 
-SHOP_MARTS = ("fct_order_item", "fct_orders", "dim_customer", "dim_product", "dim_channel", "dim_date")
+SHOP_MARTS = ("fct_order_item", "fct_orders", "dim_customer", "dim_product", "dim_channel", "dim_date",
+              "agg_daily_revenue", "agg_customer_orders")
 
 
 def mart_checksums(query) -> dict[str, tuple]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from domains import SHOP_FACTS, SHOP_ONLY
+from domains import SHOP, SHOP_FACTS, SHOP_ONLY
 from helpers import SHOP_MARTS, Warehouse, item
 from pipeline import cli, iceberg
 from pipeline.maintain import iceberg_tables
@@ -101,12 +101,14 @@ def test_backfill_reproduces_the_full_refresh_publishes_atomically_and_rolls_bac
 
     control = Control(built.spark)
     [run] = control.runs(run_id)
-    assert run.status == "published" and run.models == ["fct_order_item", "fct_orders"]
+    # the facts over the current state, and the aggregates over the facts: one run, one publish
+    assert run.status == "published" and run.models == [
+        "agg_customer_orders", "agg_daily_revenue", "fct_order_item", "fct_orders"]
     windows = control.windows(run_id)
     assert [w.status for w in windows] == ["done", "done"]
     # each window's run records (written by the runner): the branch's snapshot summaries
-    records = built.rows("select * from control.run_records where message like :m order by window_start, model_name"
-                         .replace(":m", f"'backfill {run_id} %'"))
+    records = built.rows("select * from control.run_records where message like :m and model_name like 'fct_%'"
+                         " order by window_start, model_name".replace(":m", f"'backfill {run_id} %'"))
     assert [(str(r.window_start), r.model_name) for r in records] == [
         ("2025-01-01", "fct_order_item"), ("2025-01-01", "fct_orders"),
         ("2025-01-02", "fct_order_item"), ("2025-01-02", "fct_orders")]
@@ -118,8 +120,8 @@ def test_backfill_reproduces_the_full_refresh_publishes_atomically_and_rolls_bac
         assert record.watermark_before == record.watermark_after == watermark
     assert sum(r.added_records for r in records) > 0
     # what each window read of its table, on the run's branch (record_scans under backfill vars)
-    reads = built.rows("select * from control.run_scans where role = 'target' and branch = :b order by window_start,"
-                       " model_name".replace(":b", f"'{run_id}'"))
+    reads = built.rows("select * from control.run_scans where role = 'target' and branch = :b"
+                       " and model_name like 'fct_%' order by window_start, model_name".replace(":b", f"'{run_id}'"))
     assert [(str(r.window_start), str(r.window_end), r.model_name) for r in reads] == [
         ("2025-01-01", "2025-01-02", "fct_order_item"), ("2025-01-01", "2025-01-02", "fct_orders"),
         ("2025-01-02", "2025-01-03", "fct_order_item"), ("2025-01-02", "2025-01-03", "fct_orders")]
@@ -132,6 +134,7 @@ def test_backfill_reproduces_the_full_refresh_publishes_atomically_and_rolls_bac
     assert built.table("marts.fct_order_item") != before_tables["marts.fct_order_item"]
     for table in ("marts.fct_order_item", "marts.fct_orders"):
         assert built.table(table) == full_refresh_result(built, table), table
+    assert SHOP.stale_aggregates(built) == {}  # restated with the facts, in the same publish
 
     backfill.rollback(run_id)
     assert {t: built.table(t) for t in MARTS} == before_tables
@@ -214,7 +217,7 @@ def test_overlapping_backfill_is_refused_and_a_stale_lock_is_reported(built: War
     with pytest.raises(SimulatedCrash):
         first.start(first.plan("2025-01-01", "2025-01-03", "fct_order_item", 1), "holds the lock")
     second = runner(built)
-    with pytest.raises(BackfillRefused, match="is backfilling fct_order_item"):
+    with pytest.raises(BackfillRefused, match="is backfilling agg_daily_revenue, fct_order_item"):
         second.start(second.plan("2025-01-02", "2025-01-04", "fct_order_item", 1), "overlaps")
     stale = runner(built, stale_after=timedelta(0))
     with pytest.raises(BackfillRefused, match="last heartbeat .* --resume bf_.* --abandon"):
@@ -360,7 +363,9 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
     backfill = runner(built)
     plan = backfill.restate_plan(None, 7)
     assert [(str(w.start), str(w.end)) for w in plan.windows] == [("2025-01-01", "2025-01-02")]
-    assert sorted(m.name for m in plan.models) == ["fct_order_item", "fct_orders"]
+    # the facts the audit lists, and the aggregates over them
+    assert sorted(m.name for m in plan.models) == [
+        "agg_customer_orders", "agg_daily_revenue", "fct_order_item", "fct_orders"]
 
     # the cost of the missed window, before the restatement: each date's rows and declared
     # measures as the table holds them, and as the restatement will leave them
@@ -408,6 +413,8 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
         assert after["2025-01-01"] != before[table]["2025-01-01"], table  # rewritten
         untouched = {d: s for d, s in before[table].items() if d != "2025-01-01"}
         assert len(untouched) >= 3 and {d: after[d] for d in untouched} == untouched, table  # same files, same snapshots
+    # the aggregates over the facts restated in the same publish
+    assert SHOP.stale_aggregates(built) == {}
     assert built.rows("select * from audit.audit_unreflected_changes") == []
     assert backfill.restate_plan(None, 7) is None  # nothing left to restate
     failing = [r for r in built.dbt.invoke("test", "--select", "fct_order_item", "fct_orders", check=False)
@@ -544,7 +551,7 @@ def test_status_page_renders_in_a_real_browser_with_the_figures_of_a_known_run(b
 
     shot = tmp_path / "status.png"
     # tall enough to reach the charts below the alerts, the volume section and the tables above them
-    screenshot = browse(f"--screenshot={shot}", "--window-size=1000,2000")
+    screenshot = browse(f"--screenshot={shot}", "--window-size=1000,3000")
     assert screenshot.returncode == 0 and shot.exists(), screenshot.stderr[-2000:]
     colours = Image.open(shot).convert("RGB").getcolors(1_000_000)
     chart_blue = sum(n for n, rgb in colours if rgb == (0x1F, 0x77, 0xB4))

@@ -26,10 +26,11 @@ def test_main_job_builds_lands_a_day_of_changes_and_reports_a_clean_reconciliati
         assert model in text
     reconciliation, freshness = text.split("reconciliation")[1].split("freshness against the sample's clock")
     statuses = re.findall(r"│ (pass|fail|error|warn)\s+│", reconciliation)
-    # two reconciliation tests per declared model: the shop's two facts and the rides example's
-    # fct_trip (its tables are empty in the shop's sample: both pass)
-    assert statuses == ["pass"] * 6, reconciliation
-    assert "fct_trip" in reconciliation
+    # two reconciliation tests per declared model: the shop's two facts and two aggregates over
+    # them, the rides example's fct_trip and its aggregate (empty in the shop's sample: all pass)
+    assert statuses == ["pass"] * 12, reconciliation
+    for model in ("fct_trip", "agg_daily_revenue", "agg_customer_orders", "agg_daily_city_trips"):
+        assert f"reconcile_daily_totals_{model}_" in reconciliation, model
     # the generator writes no bad rows: nothing quarantined, and the count checks passed
     assert "no landed row was set aside" in text
     # a step line per build, counted from dbt's results
