@@ -57,6 +57,9 @@
     {% if backfill_safe.nothing_landed_since_last_run() %}
         {% if explaining %}
             {% do backfill_safe.explain_statement('merge', none,
+                'its upstream models recorded no change since its last run: it stages nothing, '
+                ~ 'merges nothing; what their own next runs change (explain them) is its scope then'
+                if scope is not none and scope.models else
                 'nothing landed in its inputs since its last run: it stages nothing, merges nothing') %}
         {% endif %}
         {#- the main statement must be one: a select that reads and writes nothing -#}

@@ -22,6 +22,13 @@ class IncrementalModel:
     current_state: str | None = None  # schema.table of the declared current state
     measures: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()  # schema.table of every source it reads, directly or through models
+    # the models of the kind its scope takes its changes from (scope.changes: {model: ...})
+    upstream_models: tuple[str, ...] = ()
+
+    @property
+    def over_models(self) -> bool:
+        """Scoped by what its upstream models' runs recorded, not by landed versions."""
+        return bool(self.upstream_models)
 
 
 def _manifest() -> dict:
@@ -92,6 +99,9 @@ def incremental_models() -> list[IncrementalModel]:
             current_state=_relation(state) if state else None,
             measures=tuple((block or {}).get("measures") or ()),
             sources=_upstream_sources(manifest, node["unique_id"]),
+            upstream_models=tuple(sorted(
+                str(change["model"]) for change in ((block or {}).get("scope") or {}).get("changes") or []
+                if isinstance(change, dict) and "model" in change)),
         ))
     return sorted(models, key=lambda m: (not m.name.startswith("dim_"), m.name))
 
