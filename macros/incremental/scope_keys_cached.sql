@@ -53,23 +53,8 @@
     {% set key = scope.key %}
     {% set shared = backfill_safe.scope_shared_cache(scope, changed) %}
     {% set awaiting = scope.awaiting if backfill_safe.backfill_window() is none else none %}
-    {#- Statements, not run_query: DDL returns no rows, which run_query fails on through Thrift.
-        A replaced view's cache is dropped; `cache table ... as select` would refuse a view that
-        already exists. -#}
-    {% set relation = backfill_safe.scope_keys_relation() %}
-    {% call statement('create_scope_keys_view', fetch_result=false) %}
-        create or replace temporary view {{ relation }} as
-        select /*+ REPARTITION({{ key }}) */ {{ key }} from (
-            select {{ key }} from {{ shared.changed }}
-            {%- if awaiting %}
-            union
-            select {{ key }} from {{ this }} where {{ awaiting }}
-            {%- endif %}
-        ) as scoped
-    {% endcall %}
-    {% call statement('scope_keys_cached', fetch_result=false) %}
-        cache table {{ relation }}
-    {% endcall %}
+    {% set relation = backfill_safe.cache_scope_keys(
+        'select ' ~ key ~ ' from ' ~ shared.changed, key, awaiting) %}
     {% set not_shared %}
         select scoped.{{ key }} from {{ relation }} as scoped
         left anti join {{ shared.changed }} as changed on scoped.{{ key }} = changed.{{ key }}
@@ -114,13 +99,23 @@
     {% if changed is none %}
         {{ return(none) }}
     {% endif %}
-    {% set key = scope.key %}
-    {% set awaiting = scope.awaiting if backfill_safe.backfill_window() is none else none %}
+    {% do backfill_safe.cache_scope_keys(changed, scope.key,
+        scope.awaiting if backfill_safe.backfill_window() is none else none) %}
+    {{ return(backfill_safe.scope_keys_cache_subquery()) }}
+{% endmacro %}
+
+{#- The model's scope keys as one cached temporary view (scope_keys_relation, returned): the
+    keys of `keys_select`, and, with `awaiting` (a predicate on the table's rows), those of the
+    table's rows awaiting a member; hash-partitioned on the key (scope_keys_cached says why).
+    Statements, not run_query: DDL returns no rows, which run_query fails on through Thrift.
+    A replaced view's cache is dropped; `cache table ... as select` would refuse a view that
+    already exists. -#}
+{% macro cache_scope_keys(keys_select, key, awaiting=none) %}
     {% set relation = backfill_safe.scope_keys_relation() %}
     {% call statement('create_scope_keys_view', fetch_result=false) %}
         create or replace temporary view {{ relation }} as
         select /*+ REPARTITION({{ key }}) */ {{ key }} from (
-            {{ changed }}
+            {{ keys_select }}
             {%- if awaiting %}
             union
             select {{ key }} from {{ this }} where {{ awaiting }}
@@ -130,7 +125,7 @@
     {% call statement('scope_keys_cached', fetch_result=false) %}
         cache table {{ relation }}
     {% endcall %}
-    {{ return(backfill_safe.scope_keys_cache_subquery()) }}
+    {{ return(relation) }}
 {% endmacro %}
 
 {#- The cached temporary views of the keys a run of a declared scope finds changed (the SQL

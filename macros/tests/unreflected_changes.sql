@@ -91,14 +91,7 @@ compared as (
         actual.updated_at as loaded_updated_at,
         expected.{{ date_column }} as event_date,
         actual.{{ date_column }} as loaded_event_date,
-        concat_ws(
-            ', ',
-            {%- for column in columns %}
-            case
-                when not (expected.{{ column }} <=> actual.{{ column }}) then '{{ column }}'
-            end{{ "," if not loop.last }}
-            {%- endfor %}
-        ) as differing_columns
+        {{ backfill_safe.differing_columns(columns) }} as differing_columns
     from expected
     left join actual
         on expected.{{ unique_key }} = actual.{{ unique_key }}
@@ -228,14 +221,7 @@ compared as (
         actual.{{ unique_key }} is not null as is_loaded,
         expected.{{ date_column }} as event_date,
         actual.{{ date_column }} as loaded_event_date,
-        concat_ws(
-            ', ',
-            {%- for column in columns %}
-            case
-                when not (expected.{{ column }} <=> actual.{{ column }}) then '{{ column }}'
-            end{{ "," if not loop.last }}
-            {%- endfor %}
-        ) as differing_columns
+        {{ backfill_safe.differing_columns(columns) }} as differing_columns
     from expected
     full outer join actual
         on expected.{{ unique_key }} = actual.{{ unique_key }}

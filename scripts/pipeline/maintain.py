@@ -11,6 +11,15 @@ bin-pack) rewrites small files into few, and every data file that has a delete f
 each a `replace` snapshot, same rows, other files. Expiry
 (`expire_snapshots`) drops snapshots older than the retention and the files only they reference.
 
+Change records (`control.<model>__changes`, what each run of a model of the kind changed, kept
+for the models of the kind that read it: macro record_model_changes) grow by one commit per run
+that changed rows. A record is needed until every reader has run after it (a reader's daily run
+reads the records since its own last run, less the landing overlap): `expire_change_records`
+deletes those older than the retention and than every reader's last run (less an hour, more than
+any landing overlap), and the tables are then compacted and expired like the others. A reader
+that has not run since keeps the records it will read; a table held by a running backfill (its
+readers read the backfill's own records) is left alone.
+
 What is never done:
 - a table held by a running backfill is left alone (a commit to its main would make the
   backfill's publish refuse, and its branch would no longer fast-forward);
@@ -29,6 +38,7 @@ from pipeline.engine import Sql
 from pipeline import iceberg, warehouse
 
 DEFAULT_SCHEMAS = ("raw", "marts")
+_CONTROL = "control"
 
 
 @dataclass(frozen=True)
@@ -44,8 +54,69 @@ class TableMaintenance:
     kept_for_rollback: str | None = None  # the run whose rollback shortened the retention
 
 
+@dataclass(frozen=True)
+class ChangeRecordsExpiry:
+    table: str  # control.<model's table>__changes
+    model: str | None  # the model whose changes it records (None: no model of the project)
+    readers: tuple[str, ...]  # the models of the kind that read them
+    deleted_records: int = 0
+    kept_from: datetime | None = None  # records at or after this are kept (None: nothing deleted)
+    skipped: str | None = None  # why nothing was deleted
+
+
+# more than any landing overlap a reader's run uses (var landing_overlap_minutes: 0 embedded,
+# 60 on a cluster by default): a record within it of a reader's last run is kept
+_READER_MARGIN = timedelta(hours=1)
+_CHANGES_SUFFIX = "__changes"
+
+
 def iceberg_tables(spark: Sql, schemas: tuple[str, ...] = DEFAULT_SCHEMAS) -> list[str]:
     return sorted(str(r) for r in warehouse.relations(spark, schemas) if not r.is_view)
+
+
+def change_record_tables(spark: Sql) -> list[str]:
+    """The change records' tables (control.<model's table>__changes) the warehouse holds."""
+    return [t for t in iceberg_tables(spark, (_CONTROL,)) if t.endswith(_CHANGES_SUFFIX)]
+
+
+def expire_change_records(spark: Sql, keep: timedelta = timedelta(days=7), now: datetime | None = None,
+                          reader_margin: timedelta = _READER_MARGIN) -> list[ChangeRecordsExpiry]:
+    """Delete the change records no reader will read again: older than `keep` and than every
+    reader's last run (control.etl_watermark's last_run_started_at) less `reader_margin`. The
+    readers come from the project's manifest (scope.changes naming the model); a table whose
+    model the project no longer has, or no model reads, keeps only `keep`. A reader with no
+    recorded run recomputes every key when it runs: it needs none."""
+    from pipeline.manifest import incremental_models
+
+    models = incremental_models()
+    by_table = {m.relation.split(".")[1]: m for m in models}
+    held, _ = _backfill_holds(spark)
+    started: dict[str, datetime] = {}
+    if iceberg.table_exists(spark, f"{_CONTROL}.etl_watermark"):
+        started = {r.pipeline_name: r.last_run_started_at for r in spark.sql(
+            f"select pipeline_name, last_run_started_at from {_CONTROL}.etl_watermark"
+            " where last_run_started_at is not null").collect()}
+    results = []
+    for table in change_record_tables(spark):
+        model = by_table.get(table.split(".")[1].removesuffix(_CHANGES_SUFFIX))
+        readers = tuple(sorted(m.name for m in models if model is not None and model.name in m.upstream_models))
+        name = model.name if model else None
+        if model is not None and model.relation in held:
+            results.append(ChangeRecordsExpiry(table, name, readers,
+                                               skipped=f"held by running backfill {held[model.relation]}"))
+            continue
+        # naive UTC, as the session (UTC) returns timestamps
+        cutoff = ((now or datetime.now(UTC)) - keep).replace(tzinfo=None)
+        for reader in readers:
+            if reader in started:
+                cutoff = min(cutoff, started[reader] - reader_margin)
+        older = f"_run_started_at < timestamp '{cutoff.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
+        [row] = spark.sql(f"select count(*) as n from {table} where {older}").collect()
+        if row.n:
+            spark.sql(f"delete from {table} where {older}").collect()
+        results.append(ChangeRecordsExpiry(table, name, readers, deleted_records=int(row.n),
+                                           kept_from=cutoff if row.n else None))
+    return results
 
 
 def _backfill_holds(spark: Sql) -> tuple[dict[str, str], dict[str, tuple[str, int]]]:
@@ -81,8 +152,9 @@ def _file_counts(spark: Sql, table: str) -> tuple[int, int]:
 def maintain(spark: Sql, tables: list[str] | None = None, compact: bool = True,
              expire_older_than: timedelta | None = timedelta(days=7), retain_last: int = 5,
              now: datetime | None = None) -> list[TableMaintenance]:
-    """Compact and/or expire `tables` (default: every Iceberg table of raw and marts)."""
-    names = [iceberg.checked_table(t) for t in (tables or iceberg_tables(spark))]
+    """Compact and/or expire `tables` (default: every Iceberg table of raw and marts, and the
+    change records' tables)."""
+    names = [iceberg.checked_table(t) for t in (tables or iceberg_tables(spark) + change_record_tables(spark))]
     missing = [t for t in names if not iceberg.table_exists(spark, t)]
     if missing:
         raise ValueError(f"table {missing[0]} does not exist")

@@ -9,9 +9,11 @@ since the last one read, an upstream rebuilt, the records, the audit.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
-from domains import SHOP
+from domains import SHOP, SHOP_AGGREGATES, stale_aggregates
 from helpers import Warehouse, customer, item, last_invocation_statements, order
 
 REVENUE = "marts.agg_daily_revenue"
@@ -24,12 +26,13 @@ def wh(examples_built) -> Warehouse:
     """Both example domains' base events as their build left them: orders 1 (2025-01-02), 2
     (2025-01-10) and 3 (2025-01-09), one line each, all of customer 1 on the web."""
     warehouse = examples_built.fresh()
-    assert SHOP.stale_aggregates(warehouse) == {}
+    assert stale_aggregates(warehouse, SHOP_AGGREGATES) == {}
     return warehouse
 
 
 def run(wh: Warehouse, *select: str):
-    return wh.dbt_run(*(select or SHOP.select))
+    """The shop's daily run with both aggregates (the customer mart's order fact too)."""
+    return wh.dbt_run(*(select or (*SHOP.select, "+agg_customer_orders")))
 
 
 def customers(wh: Warehouse) -> dict[str, tuple[int, str, str, str]]:
@@ -59,7 +62,7 @@ def test_a_change_that_reaches_no_group_leaves_the_aggregate_without_a_new_snaps
     assert wh.snapshot_id(CUSTOMERS) != customers_before
     assert customers(wh) == {key_of(wh, 1): (2, "30.00", "2025-01-02", "2025-01-09"),
                              key_of(wh, 2): (1, "30.00", "2025-01-10", "2025-01-10")}
-    assert SHOP.stale_aggregates(wh) == {}
+    assert stale_aggregates(wh, SHOP_AGGREGATES) == {}
 
 
 def test_a_group_that_loses_its_last_row_is_deleted(wh: Warehouse):
@@ -77,7 +80,7 @@ def test_a_group_that_loses_its_last_row_is_deleted(wh: Warehouse):
     assert sorted(str(r.order_date) for r in wh.rows(f"select order_date from {REVENUE}")) == [
         "2025-01-09", "2025-01-10"]
     assert customers(wh) == {key_of(wh, 1): (2, "40.00", "2025-01-09", "2025-01-10")}
-    assert SHOP.stale_aggregates(wh) == {}
+    assert stale_aggregates(wh, SHOP_AGGREGATES) == {}
 
 
 def test_the_changes_of_every_upstream_run_since_its_last_run_reach_it(wh: Warehouse):
@@ -89,9 +92,9 @@ def test_the_changes_of_every_upstream_run_since_its_last_run_reach_it(wh: Wareh
     wh.land(orders=[order(5, "2025-01-08 09:00", "2025-01-10 12:00")],
             order_items=[item(5, 1, "2025-01-10 12:00", unit_price="7.00")])
     run(wh, "--select", "fct_order_item", "fct_orders")
-    assert set(SHOP.stale_aggregates(wh)) == {"agg_daily_revenue", "agg_customer_orders"}
+    assert set(stale_aggregates(wh, SHOP_AGGREGATES)) == {"agg_daily_revenue", "agg_customer_orders"}
     run(wh, "--select", "agg_daily_revenue", "agg_customer_orders")
-    assert SHOP.stale_aggregates(wh) == {}
+    assert stale_aggregates(wh, SHOP_AGGREGATES) == {}
     assert {str(r.order_date): str(r.net_amount) for r in wh.rows(f"select * from {REVENUE}")} == {
         "2025-01-02": "20.00", "2025-01-08": "7.00", "2025-01-09": "15.00", "2025-01-10": "30.00"}
 
@@ -104,10 +107,10 @@ def test_after_an_upstream_rebuild_the_next_run_recomputes_every_key(wh: Warehou
     run(wh)
     wh.dbt_run("--select", "fct_order_item", "--full-refresh")
     assert [r._change for r in wh.rows(f"select _change from {FACT_CHANGES}")] == ["rebuilt"]
-    assert SHOP.stale_aggregates(wh) == {"agg_daily_revenue": {
+    assert stale_aggregates(wh, SHOP_AGGREGATES) == {"agg_daily_revenue": {
         r.k for r in wh.rows(f"select daily_revenue_key as k from {REVENUE} where order_date = date'2025-01-02'")}}
     run(wh, "--select", "agg_daily_revenue")
-    assert SHOP.stale_aggregates(wh) == {}
+    assert stale_aggregates(wh, SHOP_AGGREGATES) == {}
 
 
 def test_the_audit_lists_an_aggregate_row_no_run_will_fix_and_not_one_the_next_run_will(wh: Warehouse):
@@ -130,10 +133,45 @@ def test_an_aggregate_whose_upstream_recorded_nothing_stages_nothing_and_merges_
     """Only a customer landed: the facts change no row, so they record nothing, and each
     aggregate's run is its one probe of the records: no scope cached, nothing staged, no MERGE."""
     wh.land(customers=[customer(1, "2025-01-10 11:00", segment="business")])
-    before = {a.relation: wh.snapshot_id(a.relation) for a in SHOP.aggregates}
+    before = {a.relation: wh.snapshot_id(a.relation) for a in SHOP_AGGREGATES}
     run(wh)
-    for aggregate in SHOP.aggregates:
+    for aggregate in SHOP_AGGREGATES:
         sent = [s for s in last_invocation_statements() if f'"node_id": "model.backfill_safe.{aggregate.name}"' in s]
         assert sent, aggregate.name
         assert not [s for s in sent if "cache table" in s or "create table scratch" in s or "merge into" in s], sent
         assert wh.snapshot_id(aggregate.relation) == before[aggregate.relation]
+
+
+def test_maintenance_deletes_the_change_records_every_reader_has_read_and_keeps_the_rest(wh: Warehouse):
+    """`pipeline maintain` deletes a change record once every reader ran after it: the build's and
+    a first correction's records go after the aggregates ran; a second correction's, recorded
+    since, stay until they run again, and that run is right."""
+    from pipeline.maintain import change_record_tables, expire_change_records
+
+    def expire() -> dict[str, tuple[tuple[str, ...], int]]:
+        # no retention, no margin: only the readers' last runs keep records
+        return {r.table: (r.readers, r.deleted_records)
+                for r in expire_change_records(wh.spark, keep=timedelta(0), reader_margin=timedelta(0))}
+
+    assert change_record_tables(wh.spark) == ["control.fct_order_item__changes", "control.fct_orders__changes"]
+    wh.land(orders=[order(3, "2025-01-09 12:00", "2025-01-10 11:00")],
+            order_items=[item(3, 1, "2025-01-10 11:00", unit_price="15.00")])
+    run(wh, "--select", "fct_order_item", "fct_orders")
+    recorded = wh.table(FACT_CHANGES)
+    # the readers have not run since: every record is still to be read
+    assert expire() == {FACT_CHANGES: (("agg_daily_revenue",), 0),
+                        "control.fct_orders__changes": (("agg_customer_orders",), 0)}
+    assert wh.table(FACT_CHANGES) == recorded
+    run(wh, "--select", "agg_daily_revenue", "agg_customer_orders")
+    wh.land(orders=[order(5, "2025-01-08 09:00", "2025-01-10 12:00")],
+            order_items=[item(5, 1, "2025-01-10 12:00", unit_price="7.00")])
+    run(wh, "--select", "fct_order_item", "fct_orders")
+    since = {r._change for r in wh.rows(f"select _change from {FACT_CHANGES} where order_id = 5")}
+    expired = expire()
+    # the build's 'rebuilt' row and order 3's records went; order 5's, not read yet, stayed
+    assert expired[FACT_CHANGES][1] == len(recorded) > 0
+    assert wh.rows(f"select distinct order_id from {FACT_CHANGES}") == [(5,)] and since == {"new"}
+    assert expired["control.fct_orders__changes"][1] > 0
+    run(wh, "--select", "agg_daily_revenue", "agg_customer_orders")
+    assert stale_aggregates(wh, SHOP_AGGREGATES) == {}
+    assert {str(r.order_date): str(r.net_amount) for r in wh.rows(f"select * from {REVENUE}")}["2025-01-08"] == "7.00"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from domains import SHOP, SHOP_FACTS, SHOP_ONLY
+from domains import SHOP_AGGREGATES, SHOP_FACTS, SHOP_ONLY, stale_aggregates
 from helpers import SHOP_MARTS, Warehouse, item
 from pipeline import cli, iceberg
 from pipeline.maintain import iceberg_tables
@@ -134,7 +134,7 @@ def test_backfill_reproduces_the_full_refresh_publishes_atomically_and_rolls_bac
     assert built.table("marts.fct_order_item") != before_tables["marts.fct_order_item"]
     for table in ("marts.fct_order_item", "marts.fct_orders"):
         assert built.table(table) == full_refresh_result(built, table), table
-    assert SHOP.stale_aggregates(built) == {}  # restated with the facts, in the same publish
+    assert stale_aggregates(built, SHOP_AGGREGATES) == {}  # restated with the facts, in the same publish
 
     backfill.rollback(run_id)
     assert {t: built.table(t) for t in MARTS} == before_tables
@@ -414,7 +414,7 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
         untouched = {d: s for d, s in before[table].items() if d != "2025-01-01"}
         assert len(untouched) >= 3 and {d: after[d] for d in untouched} == untouched, table  # same files, same snapshots
     # the aggregates over the facts restated in the same publish
-    assert SHOP.stale_aggregates(built) == {}
+    assert stale_aggregates(built, SHOP_AGGREGATES) == {}
     assert built.rows("select * from audit.audit_unreflected_changes") == []
     assert backfill.restate_plan(None, 7) is None  # nothing left to restate
     failing = [r for r in built.dbt.invoke("test", "--select", "fct_order_item", "fct_orders", check=False)

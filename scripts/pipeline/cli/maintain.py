@@ -11,7 +11,7 @@ def register(group: click.Group) -> None:
     @command(group, "maintain", short_help="Compact small files, expire snapshots, keep backfills reversible.")
     @click.option("--tables", metavar="T",
                   help="schema.table names, space or comma separated. Default: every Iceberg table of the raw "
-                       "and marts schemas.")
+                       "and marts schemas, and the change records' tables (control.*__changes).")
     @click.option("--no-compact", is_flag=True, help="Only expire snapshots.")
     @click.option("--expire-days", type=int, default=7, show_default=True, metavar="N",
                   help="Expire snapshots older than N days; -1 expires nothing.")
@@ -19,8 +19,10 @@ def register(group: click.Group) -> None:
                   help="Always keep the newest N snapshots of each table.")
     def maintain(tables: str | None, no_compact: bool, expire_days: int, retain_last: int) -> int:
         """Compact small files (Iceberg rewrite_data_files) and expire snapshots older than
-        --expire-days (expire_snapshots) of the raw and mart tables. Tables held by a running
-        backfill are skipped; snapshots a published backfill's rollback still needs are kept."""
+        --expire-days (expire_snapshots) of the raw and mart tables and the change records'.
+        Without --tables, first delete the change records no reader will read again (older
+        than --expire-days and than every reader's last run). Tables held by a running backfill
+        are skipped; snapshots a published backfill's rollback still needs are kept."""
         import re
         from datetime import timedelta
 
@@ -37,10 +39,20 @@ def register(group: click.Group) -> None:
             out.print(f"[red]refused:[/] {problem}")
             return 2
         from pipeline.engine import get_engine
+        from pipeline.maintain import expire_change_records
         from pipeline.maintain import maintain as run_maintenance
 
+        engine = get_engine()
+        expired_records = []
         try:
-            results = run_maintenance(get_engine(), names or None, compact=not no_compact,
+            if not names and expire_days >= 0:
+                # before the tables' own expiry, so the deleted records' files go with it; the
+                # readers are the project's declarations (a fresh parse)
+                from pipeline.dbt import parse_project
+
+                parse_project()
+                expired_records = expire_change_records(engine, keep=timedelta(days=expire_days))
+            results = run_maintenance(engine, names or None, compact=not no_compact,
                                       expire_older_than=None if expire_days < 0 else timedelta(days=expire_days),
                                       retain_last=retain_last)
         except ValueError as error:
@@ -55,4 +67,12 @@ def register(group: click.Group) -> None:
             table.add_row(r.table, str(r.files_before), str(r.files_after), str(r.rewritten_files),
                           str(r.delete_files_before), str(r.delete_files_after), str(r.expired_snapshots), note)
         out.print(table)
+        if expired_records:
+            records = Table(title="change records (what models of the kind changed, for their readers)")
+            for column in ("table", "read by", "records deleted", "kept from", "note"):
+                records.add_column(column)
+            for r in expired_records:
+                records.add_row(r.table, ", ".join(r.readers) or "(no model)", str(r.deleted_records),
+                                str(r.kept_from or ""), r.skipped or "")
+            out.print(records)
         return 0
