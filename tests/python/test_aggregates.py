@@ -153,14 +153,16 @@ def test_maintenance_deletes_the_change_records_every_reader_has_read_and_keeps_
         return {r.table: (r.readers, r.deleted_records)
                 for r in expire_change_records(wh.spark, keep=timedelta(0), reader_margin=timedelta(0))}
 
-    assert change_record_tables(wh.spark) == ["control.fct_order_item__changes", "control.fct_orders__changes"]
+    assert change_record_tables(wh.spark) == [
+        "control.fct_order_item__changes", "control.fct_orders__changes", "control.fct_trip__changes"]
     wh.land(orders=[order(3, "2025-01-09 12:00", "2025-01-10 11:00")],
             order_items=[item(3, 1, "2025-01-10 11:00", unit_price="15.00")])
     run(wh, "--select", "fct_order_item", "fct_orders")
     recorded = wh.table(FACT_CHANGES)
     # the readers have not run since: every record is still to be read
     assert expire() == {FACT_CHANGES: (("agg_daily_revenue",), 0),
-                        "control.fct_orders__changes": (("agg_customer_orders",), 0)}
+                        "control.fct_orders__changes": (("agg_customer_orders",), 0),
+                        "control.fct_trip__changes": (("agg_daily_city_trips",), 0)}
     assert wh.table(FACT_CHANGES) == recorded
     run(wh, "--select", "agg_daily_revenue", "agg_customer_orders")
     wh.land(orders=[order(5, "2025-01-08 09:00", "2025-01-10 12:00")],
