@@ -363,6 +363,13 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
     backfill = runner(built)
     plan = backfill.restate_plan(None, 7)
     assert [(str(w.start), str(w.end)) for w in plan.windows] == [("2025-01-01", "2025-01-02")]
+    # the audit read once, held for the keys and the cost below (each read recomputes every
+    # declared model's current state), and dropped when a restatement starts or finds nothing
+    def held_audits() -> list[str]:
+        return sorted(r.tableName for r in built.rows("show tables in control like 'restate_audit_*'"))
+
+    [held_audit] = held_audits()
+    assert backfill._held_audit == f"control.{held_audit}"
     # the facts the audit lists, and the aggregates over them
     assert sorted(m.name for m in plan.models) == [
         "agg_customer_orders", "agg_daily_revenue", "fct_order_item", "fct_orders"]
@@ -390,6 +397,7 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
     assert cli.main(["restate", "--batch-days", "7", "--reason", "late corrections of 2025-01-01"]) == 0
     printed = capsys.readouterr().out
     assert "the cost of the missed window" in printed
+    assert held_audits() == [held_audit]  # the command's own, dropped as its restatement started
     assert str(lines.restated[2]) in printed and str(orders.restated[2]) in printed, printed  # announced
     [(run_id, status)] = [(r.run_id, r.status) for r in built.rows(
         "select run_id, status from control.backfill_runs where reason = 'late corrections of 2025-01-01'")]
@@ -417,6 +425,7 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
     assert stale_aggregates(built, SHOP_AGGREGATES) == {}
     assert built.rows("select * from audit.audit_unreflected_changes") == []
     assert backfill.restate_plan(None, 7) is None  # nothing left to restate
+    assert held_audits() == []
     failing = [r for r in built.dbt.invoke("test", "--select", "fct_order_item", "fct_orders", check=False)
                if r.name.startswith("no_unloaded_changes")]
     assert [r.status for r in failing] == ["pass", "pass"]

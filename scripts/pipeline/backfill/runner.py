@@ -30,7 +30,7 @@ from rich.table import Table
 
 from pipeline import iceberg, paths
 from pipeline.backfill import plan as planning
-from pipeline.backfill.control import Control, Run
+from pipeline.backfill.control import SCHEMA, Control, Run
 from pipeline.dbt import Dbt
 from pipeline.engine import Sql, ThriftSql
 from pipeline.manifest import IncrementalModel, incremental_models, unreflected_changes_relation
@@ -135,6 +135,9 @@ class Backfill:
         # called between windows once the window's checkpoint is durable (tests use it to stop a
         # run at a given point); None lets the checkpoint commit while the next window runs
         self.after_window: Callable[[planning.Window], None] | None = None
+        # the audit's rows as restate_plan read them (_hold_audit), for restate_keys and
+        # restate_impact; None when no restatement is being planned
+        self._held_audit: str | None = None
 
     # -- planning ----------------------------------------------------------------------------
     def plan(self, start: str, end: str, select: str | None, batch_days: int) -> Plan:
@@ -174,6 +177,7 @@ class Backfill:
                 f" {', '.join(sorted(covered - {''})) or 'no model'}): the view is refreshed at the end of a run"
                 f" of a declared model; run it first"
                 f" (dbt run --select {' '.join(uncovered)})")
+        audit = self._hold_audit(audit)
         rows = self.spark.sql(f"select distinct model_name, problem, differing_columns, restate_date,"
                               f" loaded_event_date from {audit}").collect()
         rows = [r for r in rows if not wanted or r.model_name in wanted]
@@ -185,12 +189,37 @@ class Backfill:
                 f" late changes cannot be audited: build it and what it reads first"
                 f" (dbt build --select {' '.join('+' + name for name, _, _ in unaudited)})")
         if not rows:
+            self._release_audit()
             return None
         dates = sorted({d for r in rows for d in (r.restate_date, r.loaded_event_date) if d is not None})
         windows = planning.windows_for_dates(dates, batch_days, max_batch_days())
         models = self._models_in_scope(sorted({r.model_name for r in rows}))
         return Plan(windows[0].start, windows[-1].end, batch_days,
                     "restate " + " ".join(sorted({r.model_name for r in rows})), models, windows)
+
+    def _hold_audit(self, audit: str) -> str:
+        """The audit view's rows, read once into a table (control.restate_audit_<token>) that
+        restate_plan, restate_keys and restate_impact all read: each read of the view compares
+        every declared model's table with its current state computed from scratch (aggregates
+        summed again), and a restatement read it six times or more (restate_impact's query
+        alone 19-23 s a model under the test suite's load). A cached temporary view would not
+        do: Spark finds no cached plan equal to a read of Iceberg views, and computes it again
+        (measured). One read also makes the keys, the dates and the cost shown the same rows.
+        Dropped when a backfill starts (start) or the restatement finds nothing."""
+        self._release_audit()
+        held = iceberg.checked_table(f"{SCHEMA}.restate_audit_{secrets.token_hex(4)}")
+        self.spark.sql(f"create table {held} using iceberg as select * from {audit}")
+        self._held_audit = held
+        return held
+
+    def _release_audit(self) -> None:
+        if self._held_audit is not None:
+            self.spark.sql(f"drop table if exists {self._held_audit} purge")
+            self._held_audit = None
+
+    def _audit(self) -> str:
+        """What restate_keys and restate_impact read: the rows restate_plan held, else the view."""
+        return self._held_audit or iceberg.refreshed(self.spark, unreflected_changes_relation())
 
     @staticmethod
     def unaudited_models() -> list[str]:
@@ -203,7 +232,7 @@ class Backfill:
         how many of each problem ('missing', 'not deleted', 'stale'), the columns that differ, the
         dates, and a sample of keys. Call after restate_plan (which parses and checks the view)."""
         wanted = {s.strip("+") for s in planning.parse_selectors(select)}
-        audit = iceberg.refreshed(self.spark, unreflected_changes_relation())
+        audit = self._audit()
         rows = self.spark.sql(
             f"select model_name, problem, coalesce(differing_columns, '') as differing_columns,"
             f" count(*) as keys, min(restate_date) as first_date, max(restate_date) as last_date,"
@@ -233,7 +262,7 @@ class Backfill:
         and the current state of the late keys' dates only; writes nothing. Call after
         restate_plan (which parses and checks the view)."""
         wanted = {s.strip("+") for s in planning.parse_selectors(select)}
-        audit = iceberg.refreshed(self.spark, unreflected_changes_relation())
+        audit = self._audit()
         late = {r.model_name for r in self.spark.sql(f"select distinct model_name from {audit}").collect()}
         impacts: list[DateImpact] = []
         for model in incremental_models():
@@ -440,6 +469,7 @@ class Backfill:
 
     def start(self, plan: Plan, reason: str) -> str:
         reason = planning.check_reason(reason)
+        self._release_audit()  # the restatement's plan is made: its audit rows are not read again
         self._refuse_ungated_cluster()
         control = Control(self.spark)
         self._refuse_overlap(control, [m.name for m in plan.models])
