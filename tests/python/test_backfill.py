@@ -392,7 +392,10 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
         assert impact.held == held[impact.model], impact
         assert impact.restated[1:] != impact.held[1:], impact  # the corrections move the date's totals
 
-    # `pipeline restate` as a user runs it: the keys, the cost per date, then the restatement
+    # `pipeline restate` as a user runs it: the keys, the cost per date, then the restatement;
+    # its dry run first, which leaves no table behind
+    assert cli.main(["restate", "--dry-run"]) == 0
+    assert held_audits() == [held_audit]
     capsys.readouterr()
     assert cli.main(["restate", "--batch-days", "7", "--reason", "late corrections of 2025-01-01"]) == 0
     printed = capsys.readouterr().out

@@ -184,16 +184,21 @@ class Backfill:
         unaudited = sorted({(r.model_name, r.problem, r.differing_columns) for r in rows
                             if r.problem in ("not built", "not auditable")})
         if unaudited:
+            self.release_audit()
             raise BackfillRefused(
                 f"{'; '.join(f'{name}: declared but {problem} ({why})' for name, problem, why in unaudited)}, so its"
                 f" late changes cannot be audited: build it and what it reads first"
                 f" (dbt build --select {' '.join('+' + name for name, _, _ in unaudited)})")
         if not rows:
-            self._release_audit()
+            self.release_audit()
             return None
         dates = sorted({d for r in rows for d in (r.restate_date, r.loaded_event_date) if d is not None})
         windows = planning.windows_for_dates(dates, batch_days, max_batch_days())
-        models = self._models_in_scope(sorted({r.model_name for r in rows}))
+        try:
+            models = self._models_in_scope(sorted({r.model_name for r in rows}))
+        except (planning.PlanError, BackfillRefused):
+            self.release_audit()
+            raise
         return Plan(windows[0].start, windows[-1].end, batch_days,
                     "restate " + " ".join(sorted({r.model_name for r in rows})), models, windows)
 
@@ -205,14 +210,16 @@ class Backfill:
         alone 19-23 s a model under the test suite's load). A cached temporary view would not
         do: Spark finds no cached plan equal to a read of Iceberg views, and computes it again
         (measured). One read also makes the keys, the dates and the cost shown the same rows.
-        Dropped when a backfill starts (start) or the restatement finds nothing."""
-        self._release_audit()
+        Dropped when a backfill starts (start), the restatement finds nothing or is refused, or
+        its caller is done with a dry run (release_audit)."""
+        self.release_audit()
         held = iceberg.checked_table(f"{SCHEMA}.restate_audit_{secrets.token_hex(4)}")
         self.spark.sql(f"create table {held} using iceberg as select * from {audit}")
         self._held_audit = held
         return held
 
-    def _release_audit(self) -> None:
+    def release_audit(self) -> None:
+        """Drop the audit rows restate_plan held (a dry run's caller, once it printed them)."""
         if self._held_audit is not None:
             self.spark.sql(f"drop table if exists {self._held_audit} purge")
             self._held_audit = None
@@ -469,7 +476,7 @@ class Backfill:
 
     def start(self, plan: Plan, reason: str) -> str:
         reason = planning.check_reason(reason)
-        self._release_audit()  # the restatement's plan is made: its audit rows are not read again
+        self.release_audit()  # the restatement's plan is made: its audit rows are not read again
         self._refuse_ungated_cluster()
         control = Control(self.spark)
         self._refuse_overlap(control, [m.name for m in plan.models])

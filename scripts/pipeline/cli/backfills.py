@@ -111,22 +111,10 @@ def register(group: click.Group) -> None:
             check_reason(reason)
         runner = _runner(out)
         restatement = runner.restate_plan(select, batch_days)
-        unaudited = runner.unaudited_models()
-        if unaudited and not select:
-            out.print("not audited for late changes (no config.meta.backfill_safe), so not restated: "
-                      + ", ".join(unaudited))
-        if restatement is None:
-            out.print("nothing to restate: every change up to the restatement window is in the marts")
-            return 0
-        out.print(runner.restate_keys(select))
-        impacts = runner.restate_impact(select)
-        out.print(runner.impact_table(impacts))
-        out.print(f"restating {len(restatement.windows)} windows: "
-                  + ", ".join(f"{w.start} .. {w.end}" for w in restatement.windows))
-        if dry_run:
-            out.print(runner.dry_run(restatement))
-            return 0
-        return _show_run(runner, out, runner.restate(restatement, reason, impacts))
+        try:
+            return _restate(runner, out, restatement, select, reason, dry_run)
+        finally:
+            runner.release_audit()  # the audit's rows restate_plan held (start drops them first)
 
     @command(group, "status", short_help="List backfill runs and model metrics, or show one run.")
     @click.argument("run_id", required=False)
@@ -170,3 +158,23 @@ def register(group: click.Group) -> None:
         _runner(out).rollback(run_id)
         out.print(f"rolled back {run_id}")
         return 0
+
+
+def _restate(runner, out, restatement, select: str | None, reason: str | None, dry_run: bool) -> int:
+    """`pipeline restate` once planned: the keys, the cost per date, then the restatement."""
+    unaudited = runner.unaudited_models()
+    if unaudited and not select:
+        out.print("not audited for late changes (no config.meta.backfill_safe), so not restated: "
+                  + ", ".join(unaudited))
+    if restatement is None:
+        out.print("nothing to restate: every change up to the restatement window is in the marts")
+        return 0
+    out.print(runner.restate_keys(select))
+    impacts = runner.restate_impact(select)
+    out.print(runner.impact_table(impacts))
+    out.print(f"restating {len(restatement.windows)} windows: "
+              + ", ".join(f"{w.start} .. {w.end}" for w in restatement.windows))
+    if dry_run:
+        out.print(runner.dry_run(restatement))
+        return 0
+    return _show_run(runner, out, runner.restate(restatement, reason, impacts))
