@@ -8,7 +8,9 @@
     view is replaced when that statement's md5 differs from the one it carries (table property
     backfill_safe.view_md5) or on --full-refresh; a run of none of them does nothing and reads
     nothing. A declared model whose table or current state is not built yet is one row with
-    problem 'not built' (the missing relations in differing_columns, no dates), not left out: `pipeline restate` refuses it by name, as
+    problem 'not built' (the missing relations in differing_columns, no dates; for a model over
+    models, an upstream model's missing table too: its current state reads it), not left out:
+    `pipeline restate` refuses it by name, as
     it refuses a declared model the view does not cover yet (table property
     backfill_safe.audited_models lists the models it covers). Likewise a declared model whose
     table and current state cannot be compared (the key, event date or updated_at missing from
@@ -34,7 +36,16 @@
     {% for item in declared %}
         {% set problem = {} %}
         {% set missing = [] %}
-        {% for relation in [item.relation, item.current_state_relation] %}
+        {#- a model over models: its current state reads the upstream models' tables, and a
+            view over a missing table cannot be created -#}
+        {% set upstream_relations = [] %}
+        {% for upstream in (item.scope.models if item.scope is not none else [])
+            if graph.nodes.get(upstream.unique_id) is not none %}
+            {% set node = graph.nodes[upstream.unique_id] %}
+            {% do upstream_relations.append(api.Relation.create(database=node.database,
+                schema=node.schema, identifier=node.alias, type='table')) %}
+        {% endfor %}
+        {% for relation in [item.relation, item.current_state_relation] + upstream_relations %}
             {% if adapter.get_relation(database=relation.database, schema=relation.schema,
                                        identifier=relation.identifier) is none %}
                 {% do missing.append(relation ~ '') %}
