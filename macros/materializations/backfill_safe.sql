@@ -10,8 +10,10 @@
     - a reference table (declaration `reference: true`, declared_reference): every row, on
       every run (a calendar, a list of codes); a run merges the new and changed ones.
     A full build (no table yet, or --full-refresh) writes the live rows (kind_rows). An
-    incremental run restricts the select to the run's scope (kind_rows: the keys its changes
-    reach, the lower bound of rule 1, the rows awaiting a member; a backfill's window), sends
+    incremental run whose inputs landed nothing since the last one does nothing but say so
+    (idle_merge_statement); any other incremental run restricts the select to the run's scope
+    (kind_rows: the keys its changes reach, the lower bound of rule 1, the rows awaiting a
+    member; a backfill's window), sends
     only the rows that differ from the table, flagged `_is_deleted` (rows_to_merge), and merges
     them with guarded_merge_sql (staged, key and partition literals, no MERGE when nothing
     changed). Around the statement, what merge_source's hooks did: the scope caches are made
@@ -30,7 +32,10 @@
     {%- set existing_relation = load_relation(this) -%}
     {%- set full_build = existing_relation is none or existing_relation.is_view
         or should_full_refresh() -%}
-    {%- set rows = backfill_safe.kind_rows(declared, compiled_code, columns, full_build) -%}
+    {#- nothing landed in its inputs since its last run: nothing to compute, stage or merge -#}
+    {%- set idle = none if full_build else backfill_safe.idle_merge_statement() -%}
+    {%- set rows = none if idle else backfill_safe.kind_rows(declared, compiled_code, columns,
+        full_build) -%}
     {%- set branch = backfill_safe.use_backfill_branch() | trim -%}
     {%- if branch -%}
         {%- call statement('use_backfill_branch', fetch_result=false) -%}
@@ -48,6 +53,10 @@
         {%- do persist_constraints(this, model) -%}
         {%- do backfill_safe.kind_table_properties(this) -%}
         {%- do backfill_safe.record_model_rebuilt(this) -%}
+    {%- elif idle -%}
+        {%- call statement('main') -%}
+            {{ idle }}
+        {%- endcall -%}
     {%- else -%}
         {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'})
             .include(database=false, schema=false) -%}
@@ -76,7 +85,7 @@
         {%- endcall -%}
     {%- endif -%}
     {%- do backfill_safe.advance_watermark() -%}
-    {%- set drop_staged = backfill_safe.drop_staged_merge_source() | trim -%}
+    {%- set drop_staged = '' if idle else backfill_safe.drop_staged_merge_source() | trim -%}
     {%- if drop_staged -%}
         {%- call statement('drop_staged_merge_source', fetch_result=false) -%}
             {{ drop_staged }}

@@ -501,6 +501,8 @@ def test_a_model_whose_sources_never_held_a_row_is_skipped_once_it_ran(base: War
         mine = [s for s in statements if f'"node_id": "model.backfill_safe.{model}"' in s]
         assert any("nothing to merge" in s for s in mine), model
         assert not [s for s in mine if "create table" in s or "merge into" in s], model
+        # nor any other statement of the run: no select analysed, no describe, no scope
+        assert not [s for s in mine if "temporary view" in s or "describe" in s or "cache table" in s], model
     assert base.watermark("fct_order_item") == naive("2025-01-11 10:00")
 
     # their first row lands: read in full (still no watermark to bound it), loaded, watermarked
