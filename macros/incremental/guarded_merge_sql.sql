@@ -16,18 +16,19 @@
       only prune files (measured at 5M shop lines, same warehouse, two runs each:
       fct_order_item's MERGE 12.0 and 12.7 s -> 9.4 and 9.5 s; fct_orders', keyed by its scope
       key, unchanged at about 7 s);
-    - unless meta `stage_merge_source` is false (staging is the default), the source is written once
-      to a scratch table before the MERGE (stage_merge_source) instead of being evaluated by each of
-      its passes; when it holds no row (no row of the table changes: a dimension on most days, any
-      rerun) no MERGE runs at all, so the run commits no empty snapshot; nor when a reference
-      table (declared_reference: a select cheap to evaluate twice) selects no row. (A run whose
-      inputs landed nothing since its last one never gets here: idle_merge_statement.)
+    - unless meta `stage_merge_source` is false (staging is the default), `source` is the
+      scratch table the materialization wrote the rows to merge to (stage_merge_source, from
+      the select `staged_from`) instead of a view evaluated by each of the MERGE's passes;
+      when it holds no row (no row of the table changes: a dimension on most days, any
+      rerun) no MERGE runs at all, so the run commits no empty snapshot. (A run whose inputs
+      landed nothing since its last one never gets here, nor one of a reference table whose
+      select has no row: idle_merge_statement, idle_reference_statement.)
     Under `pipeline explain` (var explain_next_run, explaining) everything up to the MERGE runs
     as in a run (the staging included), then the select and the MERGE are planned and not run
     (explain_statement), and a select that writes nothing is returned instead.
     The marts are merge-on-read: the MERGE adds the changed rows and position deletes, only in
     the partitions of matched or inserted rows. -#}
-{% macro guarded_merge_sql(target, source, unique_key, incremental_predicates) %}
+{% macro guarded_merge_sql(target, source, unique_key, incremental_predicates, staged_from=none) %}
     {% if unique_key is none or unique_key is not string %}
         {{ exceptions.raise_compiler_error(
             "model " ~ target ~ ": the merge strategy here needs one unique_key column, got "
@@ -54,23 +55,13 @@
     {% endif %}
     {% set explaining = backfill_safe.explaining() %}
     {% if explaining %}
-        {% do backfill_safe.explain_statement('select', 'select * from ' ~ source,
+        {% do backfill_safe.explain_statement('select', staged_from or ('select * from ' ~ source),
             'the model\'s select' ~ (', staged to scratch before the MERGE'
-                if backfill_safe.model_meta('stage_merge_source', true) else ', the MERGE\'s source')) %}
+                if staged_from is not none else ', the MERGE\'s source')) %}
     {% endif %}
-    {#- a reference table (its select is small, and cheap to evaluate twice) is probed first:
-        on most days it has no row, and neither a scratch table nor a MERGE is needed -#}
-    {% if reference
-        and run_query("select 1 from " ~ source ~ " limit 1").rows | length == 0 %}
-        {% if explaining %}
-            {% do backfill_safe.explain_statement('merge', none,
-                'its select has no row: no MERGE runs') %}
-        {% endif %}
-        {{ return("select 'nothing to merge' as merge_skipped") }}
-    {% endif %}
-    {% set merge_from = backfill_safe.stage_merge_source(source) %}
+    {% set merge_from = source %}
     {% set staged_keys = none %}
-    {% if merge_from != source %}
+    {% if staged_from is not none %}
         {#- a model with a declared scope: the staged source's scope keys, which name every
             target row the MERGE can match (a row's unique key determines its scope key), as
             literals below -#}
@@ -166,6 +157,22 @@
             ~ 'merges nothing; what their own next runs change (explain them) is its scope then'
             if scope is not none and scope.models else
             'nothing landed in its inputs since its last run: it stages nothing, merges nothing') %}
+    {% endif %}
+    {{ return("select 'nothing to merge' as merge_skipped") }}
+{% endmacro %}
+
+
+{#- The main statement of an incremental run of a reference table (declared_reference) whose
+    rows to merge (`rows`, from kind_rows) are none: a select that reads and writes nothing, or
+    none when there are rows. Its select is small and cheap to evaluate twice, so it is probed
+    before anything is staged: on most days it has no row, and neither a scratch table nor a
+    MERGE is needed. -#}
+{% macro idle_reference_statement(rows) %}
+    {% if run_query("select 1 from (" ~ rows ~ ") as reference_rows limit 1").rows | length > 0 %}
+        {{ return(none) }}
+    {% endif %}
+    {% if backfill_safe.explaining() %}
+        {% do backfill_safe.explain_statement('merge', none, 'its select has no row: no MERGE runs') %}
     {% endif %}
     {{ return("select 'nothing to merge' as merge_skipped") }}
 {% endmacro %}

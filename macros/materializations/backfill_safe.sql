@@ -36,6 +36,9 @@
     {%- set idle = none if full_build else backfill_safe.idle_merge_statement() -%}
     {%- set rows = none if idle else backfill_safe.kind_rows(declared, compiled_code, columns,
         full_build) -%}
+    {%- if not full_build and not idle and declared.reference -%}
+        {%- set idle = backfill_safe.idle_reference_statement(rows) -%}
+    {%- endif -%}
     {%- set branch = backfill_safe.use_backfill_branch() | trim -%}
     {%- if branch -%}
         {%- call statement('use_backfill_branch', fetch_result=false) -%}
@@ -58,11 +61,17 @@
             {{ idle }}
         {%- endcall -%}
     {%- else -%}
-        {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'})
-            .include(database=false, schema=false) -%}
-        {%- call statement('create_tmp_relation') -%}
-            {{ create_table_as(True, tmp_relation, rows) }}
-        {%- endcall -%}
+        {#- the rows to merge, staged once to a scratch table (stage_merge_source), or as
+            dbt-spark's temporary view when the model's meta says stage_merge_source: false -#}
+        {%- set tmp_relation = backfill_safe.stage_merge_source(rows) -%}
+        {%- set staged = tmp_relation is not none -%}
+        {%- if not staged -%}
+            {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'})
+                .include(database=false, schema=false) -%}
+            {%- call statement('create_tmp_relation') -%}
+                {{ create_table_as(True, tmp_relation, rows) }}
+            {%- endcall -%}
+        {%- endif -%}
         {#- on_schema_change `fail`: the select's types against the table's, as dbt compares
             them (its `_is_deleted` flag aside), with the framework's check itself, so a team
             needs no dispatch block for it; `ignore`: none. Names were compared as the rows
@@ -71,6 +80,11 @@
             {%- set changes = backfill_safe.spark__check_for_schema_changes(
                 tmp_relation, existing_relation) -%}
             {%- if changes.schema_changed -%}
+                {%- if staged -%}
+                    {%- call statement('drop_staged_merge_source', fetch_result=false) -%}
+                        drop table if exists {{ tmp_relation }}
+                    {%- endcall -%}
+                {%- endif -%}
                 {{ exceptions.raise_compiler_error("model " ~ model.name ~ ": the source and "
                     ~ "target schemas on this incremental model are out of sync (on_schema_change "
                     ~ "fail): source columns not in target: " ~ changes.source_not_in_target
@@ -81,7 +95,7 @@
         {%- endif -%}
         {%- call statement('main') -%}
             {{ backfill_safe.guarded_merge_sql(this, tmp_relation, unique_key,
-                config.get('incremental_predicates')) }}
+                config.get('incremental_predicates'), rows if staged else none) }}
         {%- endcall -%}
     {%- endif -%}
     {%- do backfill_safe.advance_watermark() -%}

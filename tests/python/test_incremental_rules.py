@@ -287,12 +287,12 @@ def test_facts_merge_names_the_orders_of_their_staged_source(scenario):
 
 
 def test_facts_compare_with_their_table_only_for_the_orders_in_scope(scenario):
-    # the rows to merge (the materialization's temporary view of them) read the table's rows of
+    # the rows to merge (the materialization stages them to scratch) read the table's rows of
     # the run's orders (a semi-join on the cached scope), not every row of the order dates they
     # touch, before joining them to the current state
     for fact in ("fct_order_item", "fct_orders"):
         [sql] = [s for s in scenario.build_statements
-                 if f"create or replace temporary view {fact}__dbt_tmp" in s and ") as existing" in s]
+                 if f"create table scratch.{fact}__merge_source_" in s and ") as existing" in s]
         existing = sql[max(0, sql.index(") as existing") - 400):sql.index(") as existing")]
         assert f"and order_id in (select order_id from scope_keys__{fact})" in existing, sql
 
