@@ -11,7 +11,9 @@
     succeeded: a failed MERGE notes nothing, and commit_watermarks writes only the advances of
     models whose result is a success. The watermark never moves back.
     One MERGE per invocation instead of one per model: each is an Iceberg commit of the watermark
-    table, about 0.5-0.9 s of a daily run apiece (docs/benchmarks/history.md). A process killed
+    table, about 0.5-0.9 s of a daily run apiece (docs/benchmarks/history.md); and each source
+    read once in it, whichever models read it (watermark_advances_sql): the MERGE of a shop and
+    rides run named twelve source reads for six sources, 2-8 s of every daily run in the tests. A process killed
     between a model's MERGE and the end of the invocation leaves that model's watermark where
     it was: the next run reads the same changes again and its MERGE changes nothing it already
     holds (rule 3), so nothing is lost or doubled. Inside the invocation the model's tests see
@@ -57,32 +59,71 @@
     {% if sources | length == 0 %}
         {{ return('') }}
     {% endif %}
-    {% set cutoff = backfill_safe.timestamp_literal(run_started_at) %}
     {#- only rows above the stored watermark can move it (it never moves back): Iceberg skips
         the files whose update times are all below it, instead of every run reading all history -#}
-    {% set current = backfill_safe.get_watermark(this.identifier) %}
-    {% set advance %}
-        select
-            '{{ backfill_safe.validated_identifier(this.identifier) }}' as pipeline_name,
-            max(loaded_through) as loaded_through
-        from (
-            {%- for source_name, table in sources %}
-                {%- set contract = backfill_safe.landing_contract(source_name, table) %}
-                {%- set update_column = contract.update_column %}
-                {%- set landed -%}
-                    _loaded_at <= {{ cutoff }}
-                    {%- if current is not none %}
-                    and {{ update_column }} > {{ backfill_safe.timestamp_literal(current) }}
-                    {%- endif %}
-                {%- endset %}
-            select max(updated_at) as loaded_through
-            from ({{ backfill_safe.landed_versions(source_name, table, keep='valid', where=landed) }}) as loadable
-            {{ "union all" if not loop.last }}
-            {%- endfor %}
-        ) as per_source
-    {% endset %}
-    {% do backfill_safe.pending_watermarks().update({this.identifier: advance}) %}
+    {% do backfill_safe.pending_watermarks().update({this.identifier: {
+        'sources': sources, 'current': backfill_safe.get_watermark(this.identifier)}}) %}
     {{ return('') }}
+{% endmacro %}
+
+
+{#- The select of the new watermarks (pipeline_name, loaded_through) of the models whose
+    advances are noted in `pending` (model's table name -> what advance_watermark noted): for a
+    model over sources, the greatest update time among its sources' loadable versions landed
+    by this invocation's start (run_started_at) and above its stored watermark; for a model over
+    models, none. Each source is read once, whichever models read it (a daily run of the shop
+    read raw.orders for four models), above the lowest stored watermark of its readers: for a
+    reader whose watermark is higher the source's greatest update time is the same whenever it
+    is above that watermark, and one below it cannot move it (commit_watermarks moves a
+    watermark only up). -#}
+{% macro watermark_advances_sql(pending) %}
+    {% set cutoff = backfill_safe.timestamp_literal(run_started_at) %}
+    {% set reads = [] %}
+    {% set fixed = [] %}
+    {% set lowest = {} %}
+    {% set order = [] %}
+    {% for name, entry in pending.items() | sort %}
+        {% if entry is string %}
+            {% do fixed.append(entry) %}
+        {% else %}
+            {% for source_name, table in entry.sources %}
+                {% set key = source_name ~ '.' ~ table %}
+                {% do reads.append((name, key)) %}
+                {% if key not in lowest %}
+                    {% do order.append((key, source_name, table)) %}
+                    {% do lowest.update({key: entry.current}) %}
+                {% elif lowest[key] is not none %}
+                    {% do lowest.update({key: none if entry.current is none
+                        else [lowest[key], entry.current] | min}) %}
+                {% endif %}
+            {% endfor %}
+        {% endif %}
+    {% endfor %}
+    {% set parts = fixed[:] %}
+    {% if reads %}
+        {% set per_source = [] %}
+        {% for key, source_name, table in order %}
+            {%- set contract = backfill_safe.landing_contract(source_name, table) %}
+            {%- set landed -%}
+                _loaded_at <= {{ cutoff }}
+                {%- if lowest[key] is not none %}
+                and {{ contract.update_column }} > {{ backfill_safe.timestamp_literal(lowest[key]) }}
+                {%- endif %}
+            {%- endset %}
+            {% do per_source.append("select '" ~ key ~ "' as source_key, max(updated_at) as loaded_through"
+                ~ " from (" ~ backfill_safe.landed_versions(source_name, table, keep='valid', where=landed)
+                ~ ") as loadable") %}
+        {% endfor %}
+        {% set pairs = [] %}
+        {% for name, key in reads %}
+            {% do pairs.append("('" ~ backfill_safe.validated_identifier(name) ~ "', '" ~ key ~ "')") %}
+        {% endfor %}
+        {% do parts.append("select reads.pipeline_name, max(per_source.loaded_through) as loaded_through"
+            ~ " from (values " ~ pairs | join(', ') ~ ") as reads (pipeline_name, source_key)"
+            ~ " left join (" ~ per_source | join(' union all ') ~ ") as per_source"
+            ~ " on per_source.source_key = reads.source_key group by reads.pipeline_name") %}
+    {% endif %}
+    {{ return(parts | join('\n        union all\n')) }}
 {% endmacro %}
 
 
@@ -97,11 +138,11 @@
         {{ return('') }}
     {% endif %}
     {% set pending = backfill_safe.pending_watermarks() %}
-    {% set advances = [] %}
+    {% set advances = {} %}
     {% for result in results
         if result.node.resource_type == 'model' and result.status == 'success'
         and result.node.alias in pending %}
-        {% do advances.append(pending[result.node.alias]) %}
+        {% do advances.update({result.node.alias: pending[result.node.alias]}) %}
     {% endfor %}
     {% do pending.clear() %}
     {% if advances | length == 0 %}
@@ -111,7 +152,7 @@
     {% set cutoff = backfill_safe.timestamp_literal(run_started_at) %}
     merge into {{ backfill_safe.watermark_relation() }} as target
     using (
-        {{ advances | join('\n        union all\n') }}
+        {{ backfill_safe.watermark_advances_sql(advances) }}
     ) as source
     on target.pipeline_name = source.pipeline_name
     when matched and source.loaded_through is not null
@@ -149,5 +190,7 @@
     {% if not execute %}
         {{ return(none) }}
     {% endif %}
-    {{ return(backfill_safe.pending_watermarks().get(pipeline_name)) }}
+    {% set entry = backfill_safe.pending_watermarks().get(pipeline_name) %}
+    {{ return(none if entry is none
+        else backfill_safe.watermark_advances_sql({pipeline_name: entry})) }}
 {% endmacro %}

@@ -85,8 +85,11 @@ def test_a_run_commits_the_watermarks_of_all_its_models_in_one_statement_at_its_
     assert commits() == before + 1
     [merge] = [s for s in statements if "merge into control.etl_watermark" in s]
     assert '"connection_name": "master"' in merge  # a hook's statement, not a model's
-    # every advance in that one statement, and each run record shows its model's move
-    assert all(f"'{model}' as pipeline_name" in merge for model in moved)
+    # every advance in that one statement, each source read once in it whichever models read it
+    # (four models read raw.orders here), and each run record shows its model's move
+    assert all(f"('{model}', " in merge for model in moved)
+    read = re.findall(r"'(\w+\.\w+)' as source_key", merge)
+    assert "shop.orders" in read and sorted(read) == sorted(set(read)), read
     invocation = base.dbt.last_invocation_id()
     records = {r.model_name: r for r in base.rows(
         f"select * from control.run_records where invocation_id = '{invocation}'")}
@@ -272,8 +275,10 @@ def test_run_records_match_the_snapshot_summaries_and_record_failed_runs(base: W
         assert record.started_at <= record.finished_at and record.window_start is None
     assert records["stg_shop__orders"].snapshots_committed == 0  # a view commits nothing
 
-    # a failed run is recorded too, with dbt's message, and its watermark did not move
+    # a failed run is recorded too, with dbt's message, and its watermark did not move (a row
+    # landed: a run with nothing landed does nothing, and so fails on nothing)
     base.spark.sql("alter table marts.fct_order_item add column unexpected string")
+    base.land(orders=[order(104, "2025-01-12 10:00")], order_items=[item(104, 1, "2025-01-12 10:00")])
     base.dbt.invoke("run", "--select", "fct_order_item", check=False)
     [failed] = base.rows("select * from control.run_records where invocation_id = "
                          f"'{base.dbt.last_invocation_id()}'")
