@@ -12,9 +12,9 @@
     models whose result is a success. The watermark never moves back.
     One MERGE per invocation instead of one per model: each is an Iceberg commit of the watermark
     table, about 0.5-0.9 s of a daily run apiece (docs/benchmarks/history.md); and each source
-    read once in it, whichever models read it (watermark_advances_sql): the MERGE of a shop and
-    rides run named twelve source reads for six sources, 2-8 s of every daily run in the tests. A process killed
-    between a model's MERGE and the end of the invocation leaves that model's watermark where
+    read once in it, whichever models read it (watermark_advances_sql): the MERGE of a run of
+    both examples named twelve source reads for six sources, 2-8 s of every daily run in the
+    tests. A process killed between a model's MERGE and the end of the invocation leaves that model's watermark where
     it was: the next run reads the same changes again and its MERGE changes nothing it already
     holds (rule 3), so nothing is lost or doubled. Inside the invocation the model's tests see
     the advanced watermark all the same (pending_watermark_sql, read by unreflected_changes).

@@ -172,7 +172,8 @@
         {{ return(none) }}
     {% endif %}
     {% if backfill_safe.explaining() %}
-        {% do backfill_safe.explain_statement('merge', none, 'its select has no row: no MERGE runs') %}
+        {% do backfill_safe.explain_statement('merge', none,
+            'its select has no row: no MERGE runs') %}
     {% endif %}
     {{ return("select 'nothing to merge' as merge_skipped") }}
 {% endmacro %}
