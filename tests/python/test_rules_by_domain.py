@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from domains import DOMAINS, Domain
-from helpers import Warehouse, ts
+from helpers import Warehouse, last_invocation_statements, ts
 from pipeline.backfill.control import Control
 from pipeline.backfill.runner import Backfill
 
@@ -108,6 +108,10 @@ def test_a_rerun_with_nothing_landed_commits_nothing(case):
     before = {t: wh.snapshot_id(t) for t in (d.relation, *d.dimensions)}
     run(d, wh)
     assert {t: wh.snapshot_id(t) for t in before} == before
+    # and the fact's run did nothing else: no scope cached, no select analysed or staged
+    mine = [s for s in last_invocation_statements() if f'"node_id": "model.backfill_safe.{d.fact}"' in s]
+    assert any("nothing to merge" in s for s in mine)
+    assert not [s for s in mine if "cache table" in s or "temporary view" in s or "create table" in s]
 
 
 def test_a_null_event_time_is_quarantined_with_its_reason_not_loaded(case):
