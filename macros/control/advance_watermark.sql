@@ -14,8 +14,8 @@
     table, about 0.5-0.9 s of a daily run apiece (docs/benchmarks/history.md); and each source
     read once in it, whichever models read it (watermark_advances_sql): the MERGE of a run of
     both examples named twelve source reads for six sources, 2-8 s of every daily run in the
-    tests. A process killed between a model's MERGE and the end of the invocation leaves that model's watermark where
-    it was: the next run reads the same changes again and its MERGE changes nothing it already
+    tests. A process killed between a model's MERGE and the end of the invocation leaves that
+    model's watermark where it was: the next run reads the same changes again and its MERGE changes nothing it already
     holds (rule 3), so nothing is lost or doubled. Inside the invocation the model's tests see
     the advanced watermark all the same (pending_watermark_sql, read by unreflected_changes).
     The update timestamp of a source is its freshness `loaded_at_field` (updated_at here).

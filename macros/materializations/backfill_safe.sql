@@ -82,7 +82,7 @@
             {%- if changes.schema_changed -%}
                 {%- if staged -%}
                     {%- call statement('drop_staged_merge_source', fetch_result=false) -%}
-                        drop table if exists {{ tmp_relation }}
+                        {{ backfill_safe.drop_staged_merge_source() }}
                     {%- endcall -%}
                 {%- endif -%}
                 {{ exceptions.raise_compiler_error("model " ~ model.name ~ ": the source and "
