@@ -347,10 +347,10 @@ def test_the_facts_of_one_run_share_the_cached_versions_of_their_changed_orders(
         "scope_shared_versions_shop_orders"], views
     assert len({name.split("__")[1] for name in views}) == 1, views
     assert scenario.scope_orders["fct_order_item"] == scenario.scope_orders["fct_orders"] != []
-    # the next invocation dropped them (and their caches) before caching its own: a long-lived
-    # session holds one run's scope, not every run's
-    rerun = scenario.shared_views_after_rerun
-    assert len(rerun) == 4 and not set(rerun) & set(views), (views, rerun)
+    # an idle rerun caches nothing (it only probes what landed) and so leaves the one run's
+    # caches as they were; a run that caches drops another invocation's first
+    # (test_rules_by_domain.py, the daily runs of its full refresh test)
+    assert scenario.shared_views_after_rerun == views, (views, scenario.shared_views_after_rerun)
 
 
 def test_changelog_counts_match_the_cases(scenario):

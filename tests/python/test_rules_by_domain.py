@@ -53,6 +53,11 @@ def failing(tests: dict[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
     return {name: result for name, result in tests.items() if result[0] in ("fail", "error")}
 
 
+def shared_scope_views(wh: Warehouse) -> set[str]:
+    """The session's temporary views of a run's shared scope (scope_shared_cache)."""
+    return {row.viewName for row in wh.rows("show views like 'scope_shared_*'") if row.isTemporary}
+
+
 def test_the_build_loads_every_event_on_its_date(case):
     d, wh = case
     assert d.events(wh) == {1: ("2025-01-02", Decimal("20.00")), 2: ("2025-01-10", Decimal("30.00")),
@@ -128,9 +133,15 @@ def test_a_full_refresh_equals_the_sequence_of_daily_runs(case):
     d, wh = case
     wh.land(**d.event(3, "2025-01-09 12:00", "2025-01-09 13:00", amount="12.00"))
     wh.land(**d.event(4, "2025-01-10 12:00"))
+    before = shared_scope_views(wh)
     run(d, wh)
+    first = shared_scope_views(wh) - before
     wh.land(**d.event(2, "2025-01-09 09:00", "2025-01-10 11:00", amount="31.00"))
     run(d, wh)
+    # the second run cached its own shared scope and dropped the first's: a long-lived session
+    # holds one run's scope caches, not every run's
+    second = shared_scope_views(wh) - before
+    assert first and second and not first & second, (first, second)
     wh.land(**d.event(4, "2025-01-10 12:00", "2025-01-10 13:00", deleted=True))
     run(d, wh)
     incremental = wh.table(d.relation)
