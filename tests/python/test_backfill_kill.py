@@ -27,8 +27,9 @@ HARNESS = Path(__file__).with_name("kill_harness.py")
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 TIMEOUT_S = 600
 
-# its processes are JVMs of their own: scripts/test.sh runs it beside the main session
-pytestmark = pytest.mark.beside
+# a kill test, like the fault-injection harness's: minutes of JVMs of its own, so it runs in the
+# chaos tier (`pytest -m chaos`), out of the suite CI runs (docs/guides/run-the-tests.md)
+pytestmark = pytest.mark.chaos
 
 
 def _env(state: Path) -> dict[str, str]:
