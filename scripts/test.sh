@@ -8,10 +8,11 @@
 #   bash scripts/test.sh integration  the embedded Spark/Iceberg tests, the browser and the cluster,
 #                                     then dbt's own adapter suite with the framework installed
 #                                     (tests/adapter: its own process, its own Spark session)
-# Out of both, each with its own command: `.venv/bin/python -m pytest -m chaos` (fault injection,
-# about 18 min for 4 kill points) and `-m bench` (the benchmark end to end at a tiny scale).
-# The tests marked `beside` (those whose work is in JVMs of their own: the cluster, the killed
-# backfill's processes, the team's project; the main job's sample they share; and modules with
+# Out of both, each with its own command: `.venv/bin/python -m pytest -m chaos` (the kill tests:
+# fault injection, about 18 min for 4 kill points, and a backfill killed twice and resumed) and
+# `-m bench` (the benchmark end to end at a tiny scale).
+# The tests marked `beside` (those whose work is in JVMs of their own: the cluster, the team's
+# project; the main job's sample they share; and modules with
 # a build of their own, to even the two processes' time) run in a second pytest process beside
 # the first, followed there by dbt's adapter suite: its output is printed when both are done,
 # and either failing fails the run.
