@@ -5,14 +5,17 @@
 #   bash scripts/test.sh fast         the developer's loop: sqlfluff lint, dbt parse and the pure
 #                                     Python tests (contract, planning, conventions, generator);
 #                                     no Spark session
-#   bash scripts/test.sh integration  the embedded Spark/Iceberg tests, the browser and the cluster,
+#   bash scripts/test.sh integration  the embedded Spark/Iceberg tests and the browser,
 #                                     then dbt's own adapter suite with the framework installed
 #                                     (tests/adapter: its own process, its own Spark session)
-# Out of both, each with its own command: `.venv/bin/python -m pytest -m chaos` (the kill tests:
-# fault injection, about 18 min for 4 kill points, and a backfill killed twice and resumed) and
-# `-m bench` (the benchmark end to end at a tiny scale).
-# The tests marked `beside` (those whose work is in JVMs of their own: the cluster, the team's
-# project; the main job's sample they share; and modules with
+#   bash scripts/test.sh extended     the tests with minutes of JVMs, a virtual environment or
+#                                     generated data of their own: the cluster path through a
+#                                     Thrift Server (four JVMs), a team's project installing the
+#                                     package, generated days against a full refresh
+# Out of them all, each with its own command: `.venv/bin/python -m pytest -m chaos` (the kill
+# tests: fault injection, about 18 min for 4 kill points, and a backfill killed twice and
+# resumed) and `-m bench` (the benchmark end to end at a tiny scale).
+# The tests marked `beside` (the main job's sample; and modules with
 # a build of their own, to even the two processes' time) run in a second pytest process beside
 # the first, followed there by dbt's adapter suite: its output is printed when both are done,
 # and either failing fails the run.
@@ -21,10 +24,10 @@
 set -euo pipefail
 tier="all"
 case "${1:-}" in
-    fast|integration|all) tier="$1"; shift ;;
+    fast|integration|extended|all) tier="$1"; shift ;;
 esac
 source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
-if [ "$tier" != "integration" ]; then
+if [ "$tier" = "fast" ] || [ "$tier" = "all" ]; then
     echo "== sqlfluff lint"
     .venv/bin/sqlfluff lint models macros tests/dbt
 fi
@@ -32,15 +35,19 @@ if [ "$tier" = "fast" ]; then
     echo "== pytest -m fast"
     exec .venv/bin/python -m pytest -m fast --durations=10 "$@"
 fi
+if [ "$tier" = "extended" ]; then
+    echo "== pytest -m extended"
+    exec .venv/bin/python -m pytest -m extended --durations=10 "$@"
+fi
 bash scripts/install_browser.sh  # Debian's chromium, for the status page's test in a real browser
 adapter_suite() {
     echo "== pytest tests/adapter (dbt's adapter suite, the framework installed as a package)"
     .venv/bin/python -m pytest tests/adapter --durations=5 -q
 }
 if [ "$tier" = "integration" ]; then
-    selection="integration and not chaos and not bench"
+    selection="integration and not chaos and not bench and not extended"
 else
-    selection="not chaos and not bench"
+    selection="not chaos and not bench and not extended"
 fi
 if [ "$#" -gt 0 ]; then
     echo "== pytest -m \"$selection\""

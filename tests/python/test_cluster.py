@@ -25,7 +25,7 @@ from helpers import MAIN_JOB_SAMPLE, SHOP_MARTS, MainJobRun, mart_checksums
 from pipeline import cluster
 from pipeline.paths import PROJECT_DIR
 
-pytestmark = [pytest.mark.cluster, pytest.mark.beside]  # beside: scripts/test.sh
+pytestmark = [pytest.mark.cluster, pytest.mark.extended]  # four JVMs of its own: the extended tier
 
 DBT = Path(sys.executable).parent / "dbt"
 

@@ -23,7 +23,7 @@ from pipeline.land import land
 
 # a module with a build of its own: scripts/test.sh runs it in the second process, beside the
 # main one, to even the two processes' time
-pytestmark = pytest.mark.beside
+pytestmark = pytest.mark.extended  # generated days: the extended tier
 
 MARTS = tuple(f"marts.{name}" for name in SHOP_MARTS)
 DAYS = GeneratorConfig(days=9, orders_per_day=30, seed=21)

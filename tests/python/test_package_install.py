@@ -23,7 +23,7 @@ from pipeline.paths import FRAMEWORK_DIR
 DRIVER = Path(__file__).with_name("consumer_driver.py")
 
 # the team's project runs in a process (a JVM) of its own: scripts/test.sh runs it beside the main session
-pytestmark = pytest.mark.beside
+pytestmark = pytest.mark.extended  # a virtual environment and a project of its own
 # the raw key is `id`; the team's model calls it ticket_id (its scope maps the two)
 COLUMNS = "id,queue,opened_at,amount,updated_at,is_deleted"
 DAY_1 = [
