@@ -304,3 +304,8 @@ class MainJobRun:
     output: str  # what it printed
     checksums: dict[str, tuple]  # mart_checksums right after it
     columns: dict[str, list[str]]  # each shop mart's table columns
+
+
+def shared_scope_views(wh: "Warehouse") -> list[str]:
+    """The session's temporary views of a run's shared scope (scope_shared_cache), sorted."""
+    return sorted(row.viewName for row in wh.rows("show views like 'scope_shared_*'") if row.isTemporary)

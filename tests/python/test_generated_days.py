@@ -21,9 +21,8 @@ from helpers import SHOP_MARTS, Warehouse
 from sample.generate import GeneratorConfig, generate
 from pipeline.land import land
 
-# a module with a build of its own: scripts/test.sh runs it in the second process, beside the
-# main one, to even the two processes' time
-pytestmark = pytest.mark.extended  # generated days: the extended tier
+# nine generated days built twice (incremental, then a full refresh): the extended tier
+pytestmark = pytest.mark.extended
 
 MARTS = tuple(f"marts.{name}" for name in SHOP_MARTS)
 DAYS = GeneratorConfig(days=9, orders_per_day=30, seed=21)

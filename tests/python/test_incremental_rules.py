@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 
 from domains import SHOP_ONLY
-from helpers import SHOP_MARTS, Warehouse, customer, item, last_invocation_statements, order, product, ts
+from helpers import (SHOP_MARTS, Warehouse, customer, item, last_invocation_statements, order, product,
+                     shared_scope_views, ts)
 from pipeline import iceberg
 
 FACT = "marts.fct_order_item"
@@ -171,11 +172,6 @@ def row_files(wh: Warehouse) -> dict[tuple[int, int], str]:
     a row the MERGE rewrote, even with the same values, is read from a new file."""
     return {(r.order_id, r.order_item_id): r._file
             for r in wh.rows(f"select order_id, order_item_id, _file from {FACT}")}
-
-
-def shared_scope_views(wh: Warehouse) -> list[str]:
-    """The session's temporary views of a run's shared scope (scope_shared_cache)."""
-    return sorted(row.viewName for row in wh.rows("show views like 'scope_shared_*'") if row.isTemporary)
 
 
 def test_correction_with_old_order_date_and_new_update_time_is_merged(scenario):

@@ -3,7 +3,8 @@
 events, both domains' built once into an empty warehouse (the session's `examples_built`, put
 back before each test); the fact's watermark is then 2025-01-10 10:00. Cases that land on
 events of their own share one daily run (`older_versions`, `new_versions`): a run is most of a
-test's cost. A domain's own shape (order headers, effective-dated drivers, unknown members) is tested in its own module.
+test's cost. A domain's own shape (order headers, effective-dated drivers, unknown members) is
+tested in its own module.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 from rich.console import Console
 
 from domains import DOMAINS, Domain
-from helpers import Warehouse, last_invocation_statements, ts
+from helpers import Warehouse, last_invocation_statements, shared_scope_views, ts
 from pipeline.backfill.control import Control
 from pipeline.backfill.runner import Backfill
 
@@ -53,11 +54,6 @@ def data_tests(d: Domain, wh: Warehouse) -> dict[str, tuple[str, int]]:
 
 def failing(tests: dict[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
     return {name: result for name, result in tests.items() if result[0] in ("fail", "error")}
-
-
-def shared_scope_views(wh: Warehouse) -> set[str]:
-    """The session's temporary views of a run's shared scope (scope_shared_cache)."""
-    return {row.viewName for row in wh.rows("show views like 'scope_shared_*'") if row.isTemporary}
 
 
 def test_the_build_loads_every_event_on_its_date(case):
@@ -166,14 +162,14 @@ def test_a_full_refresh_equals_the_sequence_of_daily_runs(case):
     d, wh = case
     wh.land(**d.event(3, "2025-01-09 12:00", "2025-01-09 13:00", amount="12.00"))
     wh.land(**d.event(4, "2025-01-10 12:00"))
-    before = shared_scope_views(wh)
+    before = set(shared_scope_views(wh))
     run(d, wh)
-    first = shared_scope_views(wh) - before
+    first = set(shared_scope_views(wh)) - before
     wh.land(**d.event(2, "2025-01-09 09:00", "2025-01-10 11:00", amount="31.00"))
     run(d, wh)
     # the second run cached its own shared scope and dropped the first's: a long-lived session
     # holds one run's scope caches, not every run's
-    second = shared_scope_views(wh) - before
+    second = set(shared_scope_views(wh)) - before
     assert first and second and not first & second, (first, second)
     wh.land(**d.event(4, "2025-01-10 12:00", "2025-01-10 13:00", deleted=True))
     run(d, wh)
