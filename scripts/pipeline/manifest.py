@@ -24,6 +24,10 @@ class IncrementalModel:
     sources: tuple[str, ...] = ()  # schema.table of every source it reads, directly or through models
     # the models of the kind its scope takes its changes from (scope.changes: {model: ...})
     upstream_models: tuple[str, ...] = ()
+    # its scope's key (scope.key) and, per upstream model, the upstream's column holding it
+    # (scope.changes: {model, key}; the scope key's own name when the entry names none)
+    scope_key: str | None = None
+    upstream_columns: tuple[tuple[str, str], ...] = ()
 
     @property
     def over_models(self) -> bool:
@@ -92,6 +96,14 @@ def incremental_models() -> list[IncrementalModel]:
         for key, value in declared_columns.items():
             if value is not None and not _IDENTIFIER.fullmatch(str(value)):
                 raise ValueError(f"model {node['name']}: config.meta.backfill_safe.{key} = {value!r} is not a column name")
+        scope = (block or {}).get("scope") or {}
+        ties = tuple(sorted((str(change["model"]), str(change.get("key") or scope.get("key")))
+                            for change in scope.get("changes") or [] if isinstance(change, dict) and "model" in change))
+        for what, column in [("scope.key", str(scope.get("key")))] * bool(ties) + [
+                (f"scope.changes ({model})", column) for model, column in ties]:
+            if not _IDENTIFIER.fullmatch(column):
+                raise ValueError(f"model {node['name']}: config.meta.backfill_safe.{what} = {column!r} is not a"
+                                 " column name")
         models.append(IncrementalModel(
             node["name"], _relation(node), config["unique_key"],
             declared=block is not None,
@@ -99,9 +111,9 @@ def incremental_models() -> list[IncrementalModel]:
             current_state=_relation(state) if state else None,
             measures=tuple((block or {}).get("measures") or ()),
             sources=_upstream_sources(manifest, node["unique_id"]),
-            upstream_models=tuple(sorted(
-                str(change["model"]) for change in ((block or {}).get("scope") or {}).get("changes") or []
-                if isinstance(change, dict) and "model" in change)),
+            upstream_models=tuple(model for model, _ in ties),
+            scope_key=str(scope["key"]) if ties else None,
+            upstream_columns=ties,
         ))
     return sorted(models, key=lambda m: (not m.name.startswith("dim_"), m.name))
 

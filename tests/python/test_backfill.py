@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
-from datetime import timedelta
+import socket
+import subprocess
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -304,8 +307,6 @@ def test_dry_run_counts_the_live_rows_a_merge_on_read_merge_left_not_the_records
 
 
 def test_maintenance_compacts_keeps_rollback_snapshots_and_rollback_passes_compactions(built: Warehouse):
-    from datetime import UTC, datetime
-
     from pipeline.maintain import maintain
 
     before_tables = {t: built.table(t) for t in MARTS}
@@ -344,6 +345,13 @@ def test_maintenance_compacts_keeps_rollback_snapshots_and_rollback_passes_compa
     assert {t: built.table(t) for t in MARTS} == before_tables
 
 
+def _exited_pid() -> int:
+    """The pid of a process of this host that has ended."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
 def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_dates(built: Warehouse, capsys):
     # the three corrections of 2025-01-01 lines stamped before the window (module fixture) are
     # listed with their dates: the lines in fct_order_item, their orders' totals in fct_orders
@@ -360,9 +368,22 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
         return {str(p[0]): (frozenset(f), max(added.get(x) or 0 for x in f)) for p, f in files.items()}
 
     before = {t: partitions(t) for t in ("marts.fct_order_item", "marts.fct_orders")}
+    # the audit rows of restatements that did not end: one killed (its process is gone), one
+    # another restatement of this host holds (running), one held two days ago on another host
+    gone = _exited_pid()
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    for token, owner, at in (("0000dead", f"{socket.gethostname()}:{gone}", now),
+                             ("00000a1e", f"{socket.gethostname()}:{os.getppid()}", now),
+                             ("000000f0", "elsewhere:1", (datetime.now(UTC) - timedelta(days=2)).isoformat())):
+        built.spark.sql(f"create table control.restate_audit_{token} using iceberg tblproperties"
+                        f" ('backfill_safe.held_by' = '{owner}', 'backfill_safe.held_at' = '{at}')"
+                        " as select 1 as unique_key")
     backfill = runner(built)
     plan = backfill.restate_plan(None, 7)
     assert [(str(w.start), str(w.end)) for w in plan.windows] == [("2025-01-01", "2025-01-02")]
+    alive = sorted(r.tableName for r in built.rows("show tables in control like 'restate_audit_0000*'"))
+    assert alive == ["restate_audit_00000a1e"], alive  # the killed one's and the old one's dropped
+    built.spark.sql("drop table control.restate_audit_00000a1e purge")
     # the audit read once, held for the keys and the cost below (each read recomputes every
     # declared model's current state), and dropped when a restatement starts or finds nothing
     def held_audits() -> list[str]:
@@ -376,21 +397,38 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
 
     # the cost of the missed window, before the restatement: each date's rows and declared
     # measures as the table holds them, and as the restatement will leave them
-    def figures(model: str, event_date: str, names: tuple[str, ...]) -> tuple:
+    def figures(model: str, event_date: str, names: tuple[str, ...], column: str = "order_date") -> tuple:
         measures = "".join(f", coalesce(sum({m}), 0)" for m in names[1:])
         return tuple(built.rows(f"select count(*){measures} from marts.{model}"
-                                f" where order_date = date'{event_date}'")[0])
+                                f" where {column} = date'{event_date}'")[0])
 
     impacts = backfill.restate_impact(None)
-    assert [(i.model, str(i.event_date)) for i in impacts] == [("fct_order_item", "2025-01-01"),
-                                                               ("fct_orders", "2025-01-01")]
-    lines, orders = impacts
+    late = [i for i in impacts if not i.via]
+    assert [(i.model, str(i.event_date)) for i in late] == [("fct_order_item", "2025-01-01"),
+                                                            ("fct_orders", "2025-01-01")]
+    lines, orders = late
     assert (lines.keys, lines.figures) == (3, ("rows", "quantity", "net_amount"))
     assert orders.figures == ("rows", "total_quantity", "net_amount")
-    held = {i.model: figures(i.model, "2025-01-01", i.figures) for i in impacts}
-    for impact in impacts:
+    held = {i.model: figures(i.model, "2025-01-01", i.figures) for i in late}
+    for impact in late:
         assert impact.held == held[impact.model], impact
         assert impact.restated[1:] != impact.held[1:], impact  # the corrections move the date's totals
+    # the aggregates the restatement reaches through the facts: the revenue of the late date, the
+    # lifetime figures of the late orders' customers (by their first order's date); as held (their
+    # rows are recomputed from the restated facts: only the restatement knows them)
+    reached = {r.model.name: r for r in backfill.restate_reached(None, sample=10_000)}
+    assert {name: r.via for name, r in reached.items()} == {
+        "agg_customer_orders": ("fct_orders",), "agg_daily_revenue": ("fct_order_item",)}
+    downstream = [i for i in impacts if i.via]
+    assert [(i.model, str(i.event_date)) for i in downstream if i.model == "agg_daily_revenue"] == [
+        ("agg_daily_revenue", "2025-01-01")]
+    for impact in downstream:
+        assert impact.restated is None and impact.via == reached[impact.model].via, impact
+        assert impact.held == figures(impact.model, str(impact.event_date), impact.figures,
+                                      "order_date" if impact.model == "agg_daily_revenue" else "first_order_date")
+    assert sum(i.keys for i in downstream if i.model == "agg_customer_orders") == reached["agg_customer_orders"].keys
+    revenue = next(i for i in downstream if i.model == "agg_daily_revenue")
+    aggregates_before = {a.name: {r[0]: r for r in built.table(a.relation)} for a in SHOP_AGGREGATES}
 
     # `pipeline restate` as a user runs it: the keys, the cost per date, then the restatement;
     # its dry run first, which leaves no table behind
@@ -400,19 +438,34 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
     assert cli.main(["restate", "--batch-days", "7", "--reason", "late corrections of 2025-01-01"]) == 0
     printed = capsys.readouterr().out
     assert "the cost of the missed window" in printed
+    assert "reached through fct_order_item" in printed and "reached through fct_orders" in printed, printed
     assert held_audits() == [held_audit]  # the command's own, dropped as its restatement started
     assert str(lines.restated[2]) in printed and str(orders.restated[2]) in printed, printed  # announced
     [(run_id, status)] = [(r.run_id, r.status) for r in built.rows(
         "select run_id, status from control.backfill_runs where reason = 'late corrections of 2025-01-01'")]
     assert status == "published"
-    for impact in impacts:  # what the dry run said the date would hold, it holds
+    for impact in late:  # what the dry run said the date would hold, it holds
         assert figures(impact.model, "2025-01-01", impact.figures) == impact.restated, impact
     # and the run keeps the cost per date: before, announced, after (pipeline status RUN_ID)
     recorded = {(r.model_name, str(r.event_date), r.figure): (r.late_keys, r.before_value, r.announced_value,
                                                               r.after_value)
                 for r in Control(built.spark).date_figures(run_id)}
-    assert recorded == {(i.model, str(i.event_date), name): (i.keys, before, after, after)
-                        for i in impacts for name, before, after in zip(i.figures, i.held, i.restated)}
+    assert {k: v for k, v in recorded.items() if k[0].startswith("fct_")} == {
+        (i.model, str(i.event_date), name): (i.keys, before, after, after)
+        for i in (lines, orders) for name, before, after in zip(i.figures, i.held, i.restated)}
+    # the aggregates: as held before, nothing announced, as the restatement left them
+    assert {k: v for k, v in recorded.items() if k[0].startswith("agg_")} == {
+        (i.model, str(i.event_date), name): (i.keys, before, None, now)
+        for i in downstream for name, before, now in zip(i.figures, i.held, figures(
+            i.model, str(i.event_date), i.figures,
+            "order_date" if i.model == "agg_daily_revenue" else "first_order_date"))}
+    assert figures("agg_daily_revenue", "2025-01-01", revenue.figures) != revenue.held  # the corrections reached it
+    # every aggregate row the restatement changed is among the keys the dry run listed
+    for aggregate in SHOP_AGGREGATES:
+        now = {r[0]: r for r in built.table(aggregate.relation)}
+        changed = {k for k in now.keys() | aggregates_before[aggregate.name].keys()
+                   if now.get(k) != aggregates_before[aggregate.name].get(k)}
+        assert changed and changed <= set(reached[aggregate.name].sample), (aggregate.name, changed)
     shown = Console(width=300, record=True, file=io.StringIO())
     for table in backfill.status(run_id):
         shown.print(table)

@@ -10,6 +10,7 @@ tested in its own module.
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -207,6 +208,11 @@ def test_a_correction_beyond_the_window_is_listed_by_the_audit_and_restated_on_i
     Console(file=output, width=200).print(backfill.restate_keys(None))
     assert d.fact in output.getvalue() and "stale" in output.getvalue()
     assert {a.name for a in d.aggregates} <= {m.name for m in plan.models}
+    # the aggregates over the fact are listed with the keys the restatement reaches in them
+    reached = {r.model.name: r for r in backfill.restate_reached(None)}
+    for aggregate in d.aggregates:
+        assert (reached[aggregate.name].via, reached[aggregate.name].keys > 0) == ((d.fact,), True), reached
+        assert re.search(rf"{aggregate.name} .* reached through {d.fact}", output.getvalue()), output.getvalue()
     run_id = backfill.start(plan, "late correction")
     assert backfill.status_of(run_id) == "published"
     assert d.events(wh)[1] == ("2025-01-02", Decimal("25.00"))

@@ -191,9 +191,14 @@ class Control:
 
     # -- a restatement's figures per date ---------------------------------------------------------
     def record_date_figures(self, run_id: str, rows: list[tuple]) -> None:
-        """(model, event_date, figure, late_keys, before, announced, after) rows, in one commit."""
+        """(model, event_date, figure, late_keys, before, announced, after) rows, in one commit;
+        None (null) for the date of a model with no event date (its whole table's figures) and
+        for what was not announced (a model over models: recomputed by the restatement)."""
+        def text(value) -> str | None:
+            return None if value is None else str(value)
+
         self._append("backfill_date_figures", run_id, [
-            (model, str(day), figure, int(keys), str(before), str(announced), str(after))
+            (model, text(day), figure, int(keys), text(before), text(announced), text(after))
             for model, day, figure, keys, before, announced, after in rows],
             (None, "date", None, None, "decimal(38, 6)", "decimal(38, 6)", "decimal(38, 6)"))
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -81,14 +82,42 @@ class Plan:
 @dataclass(frozen=True)
 class DateImpact:
     """One event date of a model with keys late beyond their window: its row count and declared
-    measures (`figures`) as the table holds them, and as the restatement will leave them."""
+    measures (`figures`) as the table holds them, and as the restatement will leave them. For a
+    model over models the restatement reaches (`via`: the upstream models it reaches it
+    through), `restated` is None: its rows are recomputed from the restated upstream rows, which
+    only the restatement computes (recorded with the run, `pipeline status RUN_ID`); its
+    `event_date` is None when it has none, and the figures are then the whole table's."""
     model: str
-    event_date: date
-    keys: int  # late keys on this date (current or held)
+    event_date: date | None
+    keys: int  # late keys on this date (current or held); reached keys for a model over models
     sample: list[str]
     figures: tuple[str, ...]  # "rows", then the declared measures
     held: tuple
-    restated: tuple
+    restated: tuple | None
+    via: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Reached:
+    """A model over models (scope.changes: {model}) that restating the audit's late keys reaches
+    through `via` (its upstream models among the restated and the reached): its scope keys that
+    those keys' rows hold, before or after the restatement (`scope_keys`, a select of them), and
+    its own keys (unique keys) on them: how many, the event dates they are on, a sample."""
+    model: IncrementalModel
+    via: tuple[str, ...]
+    scope_keys: str
+    keys: int
+    first_date: date | None
+    last_date: date | None
+    dates: int
+    sample: list[str]
+
+
+def _span(first: date | None, last: date | None, count: int) -> str:
+    """A span of event dates, with how many: `2025-01-01 (1)`, `2025-01-01 .. 2025-01-03 (2)`."""
+    if first is None:
+        return "-"
+    return (str(first) if first == last else f"{first} .. {last}") + f" ({count})"
 
 
 def max_batch_days() -> int:
@@ -138,6 +167,8 @@ class Backfill:
         # the audit's rows as restate_plan read them (_hold_audit), for restate_keys and
         # restate_impact; None when no restatement is being planned
         self._held_audit: str | None = None
+        # restate_reached's answer for the audit and arguments it was asked for
+        self._reached_cache: tuple[tuple, list[Reached]] | None = None
 
     # -- planning ----------------------------------------------------------------------------
     def plan(self, start: str, end: str, select: str | None, batch_days: int) -> Plan:
@@ -213,10 +244,41 @@ class Backfill:
         Dropped when a backfill starts (start), the restatement finds nothing or is refused, or
         its caller is done with a dry run (release_audit)."""
         self.release_audit()
+        self._drop_orphaned_audits()
         held = iceberg.checked_table(f"{SCHEMA}.restate_audit_{secrets.token_hex(4)}")
-        self.spark.sql(f"create table {held} using iceberg as select * from {audit}")
+        # literals (DDL takes no parameter markers), of characters a property value may hold as is
+        owner = re.sub(r"[^A-Za-z0-9._:-]", "_", self.owner)
+        at = datetime.now(UTC).isoformat(timespec="seconds")
+        self.spark.sql(f"create table {held} using iceberg tblproperties ('backfill_safe.held_by' = '{owner}',"
+                       f" 'backfill_safe.held_at' = '{at}') as select * from {audit}")
         self._held_audit = held
         return held
+
+    def _drop_orphaned_audits(self, older_than: timedelta = timedelta(days=1)) -> list[str]:
+        """Drop the audit rows a restatement held and never dropped (its process was killed):
+        those whose holder (host:pid, table property backfill_safe.held_by) is a process of this
+        host that no longer runs, or held longer than `older_than` ago (a holder on another host,
+        or one held before holders were recorded). Another live restatement's are kept."""
+        dropped = []
+        for row in self.spark.sql(f"show tables in {SCHEMA} like 'restate_audit_*'").collect():
+            if getattr(row, "isTemporary", False):
+                continue
+            table = iceberg.checked_table(f"{SCHEMA}.{row.tableName}")
+            if table == self._held_audit:
+                continue
+            properties = {r.key: r.value for r in self.spark.sql(f"show tblproperties {table}").collect()}
+            owner, at = properties.get("backfill_safe.held_by"), properties.get("backfill_safe.held_at")
+            try:
+                held_at = datetime.fromisoformat(at) if at else None
+            except ValueError:
+                held_at = None
+            if (owner and _owner_gone(owner)) or held_at is None or datetime.now(UTC) - held_at > older_than:
+                self.spark.sql(f"drop table if exists {table} purge")
+                dropped.append(table)
+        if dropped:
+            self.console.print(f"dropped the audit rows of restatements that did not end: {', '.join(dropped)}",
+                               markup=False, highlight=False)
+        return dropped
 
     def release_audit(self) -> None:
         """Drop the audit rows restate_plan held (a dry run's caller, once it printed them)."""
@@ -237,7 +299,8 @@ class Backfill:
     def restate_keys(self, select: str | None, sample: int = 5) -> Table:
         """Per model, the keys a restatement will rewrite and why, from audit_unreflected_changes:
         how many of each problem ('missing', 'not deleted', 'stale'), the columns that differ, the
-        dates, and a sample of keys. Call after restate_plan (which parses and checks the view)."""
+        dates, and a sample of keys; then the models over models it reaches (restate_reached).
+        Call after restate_plan (which parses and checks the view)."""
         wanted = {s.strip("+") for s in planning.parse_selectors(select)}
         audit = self._audit()
         rows = self.spark.sql(
@@ -248,16 +311,75 @@ class Backfill:
             f" from {audit} group by model_name, problem, coalesce(differing_columns, '')"
             f" order by model_name, problem, differing_columns").collect()
         table = Table(title="keys to restate (audit_unreflected_changes): each differs from the current state "
-                            "and the next daily run will not pick it up")
+                            "and the next daily run will not pick it up; then the keys of the models over them "
+                            "that the restatement reaches, recomputed in the same publish")
         for column in ("model", "keys", "why", "columns that differ", "dates", "sample of keys"):
             table.add_column(column, justify="right" if column == "keys" else "left")
         for row in rows:
             if wanted and row.model_name not in wanted:
                 continue
-            span = str(row.first_date) if row.first_date == row.last_date else f"{row.first_date} .. {row.last_date}"
             table.add_row(row.model_name, str(row.keys), row.problem, row.differing_columns or "-",
-                          f"{span} ({row.dates})", ", ".join(row.sample) + (" ..." if row.keys > len(row.sample) else ""))
+                          _span(row.first_date, row.last_date, row.dates),
+                          ", ".join(row.sample) + (" ..." if row.keys > len(row.sample) else ""))
+        for reached in self.restate_reached(select, sample):
+            table.add_row(reached.model.name, str(reached.keys), f"reached through {', '.join(reached.via)}",
+                          "(recomputed)", _span(reached.first_date, reached.last_date, reached.dates),
+                          ", ".join(reached.sample) + (" ..." if reached.keys > len(reached.sample) else ""))
         return table
+
+    def restate_reached(self, select: str | None, sample: int = 5) -> list[Reached]:
+        """The models over models (scope.changes: {model}) a restatement reaches, upstream first:
+        those whose upstream has keys late beyond its window (audit_unreflected_changes) or is
+        itself reached. A model's scope keys reached are those its upstream's rows of the late
+        (or reached) keys hold in the column that ties them (scope.changes' key), as the
+        upstream's table holds them and as its current state has them (a line moved to another
+        date reaches both dates; a deleted order reaches its customer): what the restatement
+        recomputes there. Read once per held audit. Call after restate_plan."""
+        audit = self._audit()
+        cache_key = (audit, select, sample)
+        if self._reached_cache is not None and self._reached_cache[0] == cache_key:
+            return self._reached_cache[1]
+        wanted = {s.strip("+") for s in planning.parse_selectors(select)}
+        models = {m.name: m for m in incremental_models()}
+        touched: dict[str, str] = {}  # a restated or reached model -> a predicate on its rows
+        for row in self.spark.sql(f"select distinct model_name from {audit}").collect():
+            model = models.get(row.model_name)
+            if model is not None and (not wanted or model.name in wanted):
+                mine = f"model_name = '{model.name}'"  # a model's name: a dbt identifier
+                touched[model.name] = (f"cast({iceberg.checked_column(model.unique_key)} as string) in"
+                                       f" (select unique_key from {audit} where {mine})")
+        found: list[Reached] = []
+        pending = [m for m in models.values() if m.over_models]
+        while pending:
+            ready = [m for m in pending if not any(u in {p.name for p in pending} for u in m.upstream_models)]
+            if not ready:
+                break  # a cycle, which dbt refuses before this runs
+            for model in ready:
+                pending.remove(model)
+                via = [(u, column) for u, column in model.upstream_columns if u in touched]
+                if not via:
+                    continue
+                keys = " union ".join(
+                    f"select {iceberg.checked_column(column)} as scope_key from {iceberg.checked_table(relation)}"
+                    f" where {touched[upstream]}"
+                    for upstream, column in via
+                    for relation in (models[upstream].relation, models[upstream].current_state) if relation)
+                scope_key = iceberg.checked_column(model.scope_key)
+                mine = f"{scope_key} in (select scope_key from ({keys}) as reached)"
+                touched[model.name] = f"({touched[model.name]}) or ({mine})" if model.name in touched else mine
+                event_date = iceberg.checked_column(model.event_date) if model.event_date else "cast(null as date)"
+                rows = " union ".join(
+                    f"select cast({iceberg.checked_column(model.unique_key)} as string) as k, {event_date} as d"
+                    f" from {iceberg.checked_table(relation)} where {mine}"
+                    for relation in (model.relation, model.current_state) if relation)
+                [row] = self.spark.sql(
+                    f"select count(distinct k) as keys, min(d) as first_date, max(d) as last_date,"
+                    f" count(distinct d) as dates, slice(array_sort(collect_set(k)), 1, {int(sample)}) as sample"
+                    f" from ({rows}) as keys").collect()
+                found.append(Reached(model, tuple(u for u, _ in via), mine, int(row.keys), row.first_date,
+                                     row.last_date, int(row.dates), list(row.sample or [])))
+        self._reached_cache = (cache_key, found)
+        return found
 
     def restate_impact(self, select: str | None, sample: int = 5) -> list[DateImpact]:
         """The cost of the missed window, per model and date (the postmortem's figure): for every
@@ -323,7 +445,42 @@ class Backfill:
                 impacts.append(DateImpact(
                     model.name, row.d, int(row.keys), list(row.sample or []), tuple(names),
                     tuple(row[f"held_{n}"] for n in names), tuple(row[f"should_{n}"] for n in names)))
+        for reached in self.restate_reached(select, sample):
+            impacts += self._reached_impact(reached, sample)
         return impacts
+
+    def _reached_impact(self, reached: Reached, sample: int) -> list[DateImpact]:
+        """A reached model's figures (rows, its declared measures) as its table holds them on
+        each event date its reached keys are on (before or after the restatement), or over the
+        whole table when it has no event date; with the reached keys per date. What they will be
+        after: only the restatement computes them."""
+        model = reached.model
+        names = ("rows", *model.measures)
+        figures = ", ".join(f"{sql} as f{i}" for i, sql in enumerate(
+            ["count(*)", *(f"coalesce(sum({iceberg.checked_column(m)}), 0)" for m in model.measures)]))
+        table = iceberg.checked_table(model.relation)
+        key = f"cast({iceberg.checked_column(model.unique_key)} as string)"
+        if not model.event_date:
+            [held] = self.spark.sql(f"select {figures} from {table}").collect()
+            return [DateImpact(model.name, None, reached.keys, reached.sample, names, tuple(held), None, reached.via)]
+        event_date = iceberg.checked_column(model.event_date)
+        keys = " union ".join(f"select {key} as k, {event_date} as d from {iceberg.checked_table(relation)}"
+                              f" where {reached.scope_keys}"
+                              for relation in (model.relation, model.current_state) if relation)
+        rows = self.spark.sql(f"""
+            with reached as (
+                select d, count(distinct k) as keys, slice(array_sort(collect_set(k)), 1, {int(sample)}) as sample
+                from ({keys}) as keys where d is not null group by d
+            ),
+            held as (
+                select {event_date} as d, {figures} from {table}
+                where {event_date} in (select d from reached) group by {event_date}
+            )
+            select reached.d, reached.keys, reached.sample, {", ".join(f"held.f{i}" for i in range(len(names)))}
+            from reached left join held on held.d = reached.d
+            order by reached.d""").collect()
+        return [DateImpact(model.name, row[0], int(row[1]), list(row[2] or []), names,
+                           tuple(0 if v is None else v for v in row[3:]), None, reached.via) for row in rows]
 
     def restate(self, plan: Plan, reason: str, impacts: list[DateImpact]) -> str:
         """Run a restatement (restate_plan) through the backfill machinery, and keep its cost per
@@ -340,17 +497,23 @@ class Backfill:
             after = self._date_figures(model.model, model.figures, [i.event_date for i in mine])
             for impact in mine:
                 held_now = after.get(impact.event_date, (0,) * len(impact.figures))
+                announced_figures = impact.restated or (None,) * len(impact.figures)
                 rows += [(impact.model, impact.event_date, name, impact.keys, before, announced, now)
-                         for name, before, announced, now in zip(impact.figures, impact.held, impact.restated, held_now)]
+                         for name, before, announced, now in zip(impact.figures, impact.held, announced_figures,
+                                                                 held_now)]
         Control(self.spark).record_date_figures(run_id, rows)
         return run_id
 
-    def _date_figures(self, model_name: str, figures: tuple[str, ...], days: list[date]) -> dict[date, tuple]:
-        """A model's figures (rows, then measures, as restate_impact names them) on these event dates."""
+    def _date_figures(self, model_name: str, figures: tuple[str, ...], days: list[date | None]) -> dict[date | None, tuple]:
+        """A model's figures (rows, then measures, as restate_impact names them) on these event
+        dates; the whole table's under None (a model with no event date)."""
         [model] = [m for m in incremental_models() if m.name == model_name]
         measures = "".join(f", coalesce(sum({iceberg.checked_column(m)}), 0)" for m in figures[1:])
+        if not model.event_date:
+            [row] = self.spark.sql(f"select count(*){measures} from {iceberg.checked_table(model.relation)}").collect()
+            return {None: tuple(row)}
         event_date = iceberg.checked_column(model.event_date)
-        literals = ", ".join(f"date'{d.isoformat()}'" for d in days)
+        literals = ", ".join(f"date'{d.isoformat()}'" for d in days if d is not None)
         found = self.spark.sql(
             f"select {event_date} as d, count(*){measures} from {iceberg.checked_table(model.relation)}"
             f" where {event_date} in ({literals}) group by {event_date}").collect()
@@ -364,10 +527,15 @@ class Backfill:
         for column in ("model", "date", "late keys", "figures (held -> restated, difference)", "sample of keys"):
             table.add_column(column, justify="right" if column == "late keys" else "left")
         for impact in impacts:
-            figures = "; ".join(
-                f"{name} {held} -> {after} ({'+' if after - held >= 0 else ''}{after - held})"
-                for name, held, after in zip(impact.figures, impact.held, impact.restated))
-            table.add_row(impact.model, str(impact.event_date), str(impact.keys), figures,
+            if impact.restated is None:
+                figures = "; ".join(f"{name} {held}" for name, held in zip(impact.figures, impact.held)) + (
+                    f" -> recomputed from the restated {', '.join(impact.via)} (recorded with the run)")
+            else:
+                figures = "; ".join(
+                    f"{name} {held} -> {after} ({'+' if after - held >= 0 else ''}{after - held})"
+                    for name, held, after in zip(impact.figures, impact.held, impact.restated))
+            table.add_row(impact.model, "all dates" if impact.event_date is None else str(impact.event_date),
+                          str(impact.keys), figures,
                           ", ".join(impact.sample) + (" ..." if impact.keys > len(impact.sample) else ""))
         return table
 
@@ -802,7 +970,8 @@ class Backfill:
         for column in ("model", "date", "late keys", "figure", "before", "announced", "after"):
             cost.add_column(column, justify="left" if column in ("model", "date", "figure") else "right")
         for f in figures:
-            cost.add_row(f.model_name, str(f.event_date), str(f.late_keys), f.figure,
+            cost.add_row(f.model_name, "all dates" if f.event_date is None else str(f.event_date),
+                         str(f.late_keys), f.figure,
                          *(f"{v.normalize():f}" if v is not None else "-"
                            for v in (f.before_value, f.announced_value, f.after_value)))
         return [head, windows, tables, cost]
