@@ -30,7 +30,9 @@
       true`, only when the table holds it (rule 6). `existing`: a predicate on the table's
       columns that holds for every row of the keys in `changes` (scope_existing_rows: the run's
       event dates, so only those partitions are read, and its keys, so only the rows the keys
-      can match are joined).
+      can match are joined). With `vanished` (a model over models): a full outer join
+      instead, which also deletes the table's rows in scope that the select no longer gives (a
+      group that lost all its rows), `changes` computed once.
     - Without `changes` (dimensions, which keep deleted members flagged, and reference tables):
       the rows of `live` that differ from the table (a null-safe anti-join over every column).
     The model's columns are those documented in its yml, which must be the table's.
@@ -71,6 +73,39 @@
         {{ exceptions.raise_compiler_error(
             "model " ~ this ~ ": rows_to_merge(changes=...) needs the unique_key") }}
     {% endif %}
+    {%- if vanished %}
+    {#- one full outer join: `changes` is computed once (a model over models recomputes its
+        groups from its upstream's rows in it), and a table row in scope that the select no
+        longer gives (`_in_select` null) is deleted -#}
+    select
+        {%- for column in columns %}
+        case
+            when changes._in_select is null or changes.is_deleted then existing.{{ column }}
+            else changes.{{ column }}
+        end as {{ column }},
+        {%- endfor %}
+        (changes._in_select is null or changes.is_deleted) as _is_deleted
+    from (select given.*, true as _in_select from {{ changes }} as given) as changes
+    full outer join (
+        select * from {{ this }}
+        {%- if existing %}
+        where {{ existing }}
+        {%- endif %}
+    ) as existing
+        on changes.{{ unique_key }} = existing.{{ unique_key }}
+    where
+        -- the table's rows in scope that the select no longer gives: deleted
+        changes._in_select is null
+        or (changes.is_deleted and existing.{{ unique_key }} is not null)
+        or (
+            not changes.is_deleted
+            and not (
+                {%- for column in columns %}
+                changes.{{ column }} <=> existing.{{ column }}{{ " and" if not loop.last }}
+                {%- endfor %}
+            )
+        )
+    {%- else %}
     select
         {%- for column in columns %}
         case
@@ -96,22 +131,6 @@
                 {%- endfor %}
             )
         )
-    {%- if vanished %}
-    union all
-    -- the table's rows in scope that the select no longer gives: deleted
-    select
-        {%- for column in columns %}
-        existing.{{ column }},
-        {%- endfor %}
-        true as _is_deleted
-    from (
-        select * from {{ this }}
-        {%- if existing %}
-        where {{ existing }}
-        {%- endif %}
-    ) as existing
-    left anti join {{ changes }} as changes
-        on existing.{{ unique_key }} = changes.{{ unique_key }}
     {%- endif %}
     {% endif %}
 {% endmacro %}

@@ -159,8 +159,9 @@
     keys of the window's rows), and every row of the table of those keys: a key's rows are
     recomputed whole from its upstream tables, and a row of the table its select no longer gives
     (a group that lost all its rows) is deleted (rows_to_merge's `vanished`). The keys are
-    literals when they are few (var merge_scope_literals_max): Spark pushes them through the
-    select's grouping down to the upstream table's scan, where Iceberg prunes by them. -#}
+    literals when the key is the event date or a partition column and they are few (var
+    merge_scope_literals_max): Spark pushes them through the select's grouping down to the
+    upstream table's scan, where Iceberg prunes by them; other keys are the cached subquery. -#}
 {% macro rows_over_models(declared, body) %}
     {% set scope = declared.scope %}
     {% set key = scope.key %}
@@ -173,7 +174,15 @@
     {% set window = backfill_safe.backfill_window() %}
     {% set terms = [] %}
     {% if keys %}
-        {% set literals = backfill_safe.scope_key_literals(keys) %}
+        {#- as literals where they let Iceberg prune at planning (the event date, a partition
+            column: a daily aggregate's dates); else the cached keys, which Spark joins below
+            the select's grouping (a customer mart's customers: thousands of literals, parsed
+            and optimized in every reference, cost more than the join; 38 s against 6 s at
+            1M lines) -#}
+        {% set partitioned = config.get('partition_by') or [] %}
+        {% set partition_columns = [partitioned] if partitioned is string else partitioned %}
+        {% set literals = backfill_safe.scope_key_literals(keys)
+            if key == declared.event_date or key in partition_columns else none %}
         {% do terms.append(key ~ " in (" ~ (literals or keys) ~ ")") %}
     {% endif %}
     {% if window is not none %}
