@@ -4,22 +4,28 @@ The contract (scripts/pipeline/contract.py) is what the dbt project's sources ym
 every source table with a `backfill_safe` block, read from dbt's manifest. Every file is
 validated against it before anything is written: a missing, extra or
 mistyped column, or a value that does not parse, is an error that names the file and the
-column, and no file of the batch is appended. Each valid file is then appended in one Iceberg
-commit, stamped with `_loaded_at` (ingestion time) and `_source_file`, and logged with its row
-count in control.landed_files (the data test landed_rows_are_loaded_or_quarantined checks that
-every landed row is either loaded or quarantined). A file that was
-already landed into its table (same absolute path, recorded in `_source_file`) is skipped, so
-landing the same batch twice appends it once.
+column, and no file of the batch is appended. What is appended is exactly what was validated:
+a CSV (and a Parquet file whose types are compatible but not the contract's own) is parsed by
+Arrow and staged as Parquet in the contract's types beside the file; Spark reads only Parquet
+in those types, by column name. Each valid file is then appended in one Iceberg commit,
+stamped with `_loaded_at` (ingestion time) and `_source_file`, and logged with its row count in
+control.landed_files (the data test landed_rows_are_loaded_or_quarantined checks that every
+landed row is either loaded or quarantined). A file that was already landed into its table
+(same absolute path, recorded in `_source_file`) is skipped, so landing the same batch twice
+appends it once.
 """
 
 from __future__ import annotations
 
 import csv
+import os
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 from pipeline import contract as contracts
@@ -68,6 +74,9 @@ def table_for(path: Path, contract: Contract) -> RawTable:
 
 def _check_columns(path: Path, table: RawTable, found: pa.Schema) -> None:
     expected = table.arrow_schema()
+    twice = sorted({name for name in found.names if found.names.count(name) > 1})
+    if twice:
+        raise LandingError(f"{path}: column {twice[0]!r} appears more than once (columns: {found.names})")
     missing = [name for name in expected.names if name not in found.names]
     extra = [name for name in found.names if name not in expected.names]
     if missing:
@@ -83,38 +92,125 @@ def _check_columns(path: Path, table: RawTable, found: pa.Schema) -> None:
 
 
 def _compatible(expected: pa.DataType, actual: pa.DataType) -> bool:
+    if pa.types.is_null(actual):  # a column with no value (pandas writes all-null columns so)
+        return True
+    if pa.types.is_dictionary(actual):  # a dictionary-encoded column (pandas' categoricals)
+        return _compatible(expected, actual.value_type)
     if pa.types.is_timestamp(expected):
         return pa.types.is_timestamp(actual)
     if pa.types.is_decimal(expected):
         return pa.types.is_decimal(actual) and actual.scale == expected.scale and actual.precision <= expected.precision
     if pa.types.is_string(expected):
         return pa.types.is_string(actual) or pa.types.is_large_string(actual)
-    return actual == expected or (pa.types.is_null(actual))
+    return actual == expected
+
+
+@dataclass(frozen=True)
+class CheckedFile:
+    """A file that satisfies the contract: its rows, and the Parquet file whose columns have the
+    contract's exact types that the append reads (the file itself, or a staged copy)."""
+    path: Path
+    table: RawTable
+    rows: int
+    staged: Path | None = None  # written by check(stage=True), removed by the landing when done
+
+    @property
+    def read_path(self) -> Path:
+        return self.staged or self.path
 
 
 def validate(path: Path, table: RawTable) -> int:
     """Check one file against the contract of its raw table; return its row count."""
+    return check(path, table).rows
+
+
+def check(path: Path, table: RawTable, stage: bool = False) -> CheckedFile:
+    """Check one file; with `stage`, also write what the append will read when the file itself
+    will not do: the rows as Arrow parsed them, in the contract's exact types, as Parquet
+    beside the file (a CSV always: Spark's CSV reader would map the header's columns by
+    position and parse values its own way; a Parquet file whose types are compatible but not
+    the contract's own, e.g. nanosecond or zoned timestamps, a narrower decimal, an all-null
+    column). What is appended is then exactly what was validated."""
     if not path.is_file():
         raise LandingError(f"{path}: no such file")
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         try:
-            schema = pq.read_schema(path)
-            rows = pq.ParquetFile(path).metadata.num_rows
-        except (pa.ArrowInvalid, OSError) as exc:
+            parquet = pq.ParquetFile(path)
+            schema, rows = parquet.schema_arrow, parquet.metadata.num_rows
+        except (pa.ArrowException, OSError) as exc:
             raise LandingError(f"{path}: not a readable Parquet file ({exc})") from exc
         _check_columns(path, table, schema)
-        return rows
-    if suffix == ".csv":
-        return _validate_csv(path, table)
-    raise LandingError(f"{path}: unsupported file type {suffix!r}; land .parquet or .csv files")
+        expected = table.arrow_schema()
+        if all(schema.field(field.name).type == field.type for field in expected):
+            return CheckedFile(path, table, rows)
+        try:
+            parsed = parquet.read(columns=expected.names)
+        except (pa.ArrowException, OSError) as exc:
+            raise LandingError(f"{path}: not a readable Parquet file ({exc})") from exc
+        exact = _in_contract_types(path, table, parsed)
+    elif suffix == ".csv":
+        exact = _in_contract_types(path, table, _read_csv(path, table))
+    else:
+        raise LandingError(f"{path}: unsupported file type {suffix!r}; land .parquet or .csv files")
+    if not stage:
+        return CheckedFile(path, table, exact.num_rows)
+    # in a hidden folder (which a landing of the folder passes over): Spark reads no file whose
+    # own name is hidden
+    staged = path.parent / f".landing-{os.getpid()}" / f"{path.name}.parquet"
+    try:
+        staged.parent.mkdir(exist_ok=True)
+        pq.write_table(exact, staged)
+    except OSError as exc:
+        _remove_staged(staged)
+        raise LandingError(f"{path}: cannot write its validated rows beside it, in {staged.parent.name}/, for "
+                           f"the append to read ({exc}); land it from a folder the landing can write to") from exc
+    return CheckedFile(path, table, exact.num_rows, staged)
 
 
-def _validate_csv(path: Path, table: RawTable) -> int:
+def _remove_staged(staged: Path) -> None:
+    staged.unlink(missing_ok=True)
+    try:
+        staged.parent.rmdir()
+    except OSError:
+        pass  # another staged file of the batch is still there, or it is already gone
+
+
+def _in_contract_types(path: Path, table: RawTable, parsed: pa.Table) -> pa.Table:
+    """The file's columns in the contract's order and exact types (a timestamp without a zone is
+    UTC, the session time zone), or a LandingError naming the column that cannot be cast
+    without losing something (e.g. a timestamp finer than a microsecond)."""
+    columns = []
+    for field in table.arrow_schema():
+        column = parsed.column(field.name)
+        try:
+            columns.append(column.cast(field.type, safe=True))
+            if pa.types.is_decimal(field.type):
+                _check_precision(columns[-1], field.type)
+        except (pa.ArrowException, ValueError) as exc:
+            raise LandingError(f"{path}: column {field.name!r} has a value that does not fit "
+                               f"{table.relation}'s {field.type} ({exc})") from exc
+    return pa.Table.from_arrays(columns, schema=table.arrow_schema())
+
+
+def _check_precision(column: pa.ChunkedArray, kind: pa.Decimal128Type) -> None:
+    """Arrow's CSV parser and its casts keep a decimal's scale but not its precision: a value
+    with more integer digits than the column holds would be staged as if it fitted."""
+    wide = pa.decimal128(38, kind.scale)
+    limit = pa.scalar(Decimal(10) ** (kind.precision - kind.scale), wide)
+    over = pc.filter(column.cast(wide), pc.greater_equal(pc.abs(column.cast(wide)), limit))
+    if len(over):
+        raise ValueError(f"{over[0].as_py()} has more than {kind.precision - kind.scale} digits before the point")
+
+
+def _read_csv(path: Path, table: RawTable) -> pa.Table:
+    """A CSV's rows, by the header's column names, with Arrow's parser: an unquoted empty field
+    is null and a quoted one an empty string (as Spark reads CSV), no other spelling of null
+    (a string column's "NA" stays "NA"), a quoted value may span lines."""
     expected = table.arrow_schema()
     try:
         with path.open("rb") as handle:
-            header_line = handle.readline().decode("utf-8")
+            header_line = handle.readline().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise LandingError(f"{path}: the header is not UTF-8 ({exc})") from exc
     names = next(csv.reader([header_line]), []) if header_line.strip() else []
@@ -128,8 +224,11 @@ def _validate_csv(path: Path, table: RawTable) -> int:
     # CSV timestamps carry no zone: parse them as naive (the session time zone is UTC)
     types = {f.name: (pa.timestamp("us") if pa.types.is_timestamp(f.type) else f.type) for f in expected}
     try:
-        parsed = pa_csv.read_csv(
-            path, convert_options=pa_csv.ConvertOptions(column_types=types, strings_can_be_null=True)
+        return pa_csv.read_csv(
+            path,
+            parse_options=pa_csv.ParseOptions(newlines_in_values=True),
+            convert_options=pa_csv.ConvertOptions(column_types=types, strings_can_be_null=True,
+                                                  null_values=[""], quoted_strings_can_be_null=False),
         )
     except pa.ArrowInvalid as exc:
         message = str(exc)
@@ -141,7 +240,8 @@ def _validate_csv(path: Path, table: RawTable) -> int:
             raise LandingError(f"{path}: column {column!r} has a value that does not parse ({message})") from exc
         raise LandingError(f"{path}: malformed CSV, a row does not match the header's {len(names)} columns "
                            f"({message})") from exc
-    return parsed.num_rows
+    except (pa.ArrowException, OSError) as exc:
+        raise LandingError(f"{path}: not a readable CSV file ({exc})") from exc
 
 
 LANDED_FILES = "control.landed_files"
@@ -168,22 +268,22 @@ def _log_landed(spark: Sql, files: list[tuple[str, Path, int]]) -> None:
         spark.sql(f"insert into {LANDED_FILES} values {', '.join(rows)}", args=args)
 
 
-def _append(spark: Sql, path: Path, table: RawTable) -> None:
+def _append(spark: Sql, checked: CheckedFile) -> None:
     """Append one file to its raw table in one commit, in SQL only (a temporary view over the
-    file, then an insert), so it runs the same on the embedded session and through a Thrift
-    Server (which must see the file at the same path)."""
-    columns = table.columns
-    location = literal(str(path))
-    if path.suffix.lower() == ".parquet":
-        spark.sql(f"create or replace temporary view landing_file using parquet options (path {location})")
-    else:
-        ddl = ", ".join(f"{c.name} {c.spark_type}" for c in columns)
-        spark.sql(f"create or replace temporary view landing_file ({ddl}) using csv"
-                  f" options (path {location}, header 'true', mode 'FAILFAST')")
+    Parquet file with the contract's types, then an insert by column name), so it runs the same
+    on the embedded session and through a Thrift Server (which must see the file at the same
+    path, and so its staged copy beside it)."""
+    columns = checked.table.columns
+    # the files' calendar is the proleptic Gregorian one (Arrow, pandas, Spark 3 and the staged
+    # copies write it; a file Spark 2 wrote says so in its metadata, which Spark follows): read
+    # times before 1900 as they are written, where Spark's default refuses the whole file
+    spark.sql("create or replace temporary view landing_file using parquet"
+              f" options (path {literal(str(checked.read_path))}, datetimeRebaseMode 'CORRECTED',"
+              " int96RebaseMode 'CORRECTED')")
     try:
         casts = ", ".join(f"cast({c.name} as {c.spark_type}) as {c.name}" for c in columns)
-        spark.sql(f"insert into {table.relation} select {casts}, current_timestamp() as _loaded_at,"
-                  " :f as _source_file from landing_file", args={"f": str(path)})
+        spark.sql(f"insert into {checked.table.relation} select {casts}, current_timestamp() as _loaded_at,"
+                  " :f as _source_file from landing_file", args={"f": str(checked.path)})
     finally:
         spark.sql("drop view if exists landing_file")
 
@@ -199,14 +299,23 @@ def land(spark: Sql, files: list[Path], table: str | None = None, contract: Cont
     except ContractError as error:
         raise LandingError(f"--table {table!r}: {error}" if table is not None and "landed raw table" in str(error)
                            else str(error)) from error
-    planned = []
-    for path in files:
-        path = Path(path).resolve()
-        raw = target or table_for(path, contract)
-        planned.append((path, raw, validate(path, raw)))
+    planned: list[CheckedFile] = []
+    try:
+        for path in files:
+            path = Path(path).resolve()
+            planned.append(check(path, target or table_for(path, contract), stage=True))
+        return _append_all(spark, contract, planned)
+    finally:
+        for checked in planned:
+            if checked.staged:
+                _remove_staged(checked.staged)
+
+
+def _append_all(spark: Sql, contract: Contract, planned: list[CheckedFile]) -> list[LandedFile]:
     ensure_raw_tables(spark, contract)
     landed, unlogged = [], []
-    for path, raw, rows in planned:
+    for checked in planned:
+        path, raw, rows = checked.path, checked.table, checked.rows
         already = spark.sql(
             f"select 1 from {raw.relation} where _source_file = :f limit 1", args={"f": str(path)}
         ).collect()
@@ -218,7 +327,7 @@ def land(spark: Sql, files: list[Path], table: str | None = None, contract: Cont
                 unlogged.append((raw.qualified_name, path, rows))
             landed.append(LandedFile(path, raw.qualified_name, raw.relation, 0, skipped=True))
             continue
-        _append(spark, path, raw)
+        _append(spark, checked)
         unlogged.append((raw.qualified_name, path, rows))
         landed.append(LandedFile(path, raw.qualified_name, raw.relation, rows))
     # after the appends: a crash in between leaves files unlogged, and landing them again logs them

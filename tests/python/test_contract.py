@@ -4,11 +4,16 @@ the file, table and column named when the landing could not honour it. No Spark.
 from __future__ import annotations
 
 import copy
+import functools
 import json
+import os
+import re
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from pipeline import contract, paths
 from pipeline.contract import Contract, ContractError
@@ -17,10 +22,15 @@ from pipeline.land import LandingError, table_for
 pytestmark = pytest.mark.fast
 
 
-@pytest.fixture(scope="module")
-def manifest() -> dict:
+@functools.cache
+def _manifest() -> dict:
     contract.load()  # parses the project when its manifest is missing or older than a yml
     return json.loads((paths.target_dir() / "manifest.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def manifest() -> dict:
+    return _manifest()
 
 
 def test_the_sources_ymls_are_the_landing_contract(manifest: dict):
@@ -41,9 +51,11 @@ def test_the_sources_ymls_are_the_landing_contract(manifest: dict):
 
 
 def _mutated(manifest: dict, change) -> dict:
-    changed = copy.deepcopy(manifest)
-    change(changed["sources"]["source.backfill_safe.shop.order_items"])
-    return changed
+    """The manifest with the order lines' source changed (a copy of that node only)."""
+    key = "source.backfill_safe.shop.order_items"
+    node = copy.deepcopy(manifest["sources"][key])
+    change(node)
+    return {**manifest, "sources": {**manifest["sources"], key: node}}
 
 
 def _meta(node: dict) -> dict:
@@ -117,3 +129,39 @@ def test_a_new_source_table_needs_only_its_declaration(manifest: dict):
         table_for(Path("orders.parquet"), declared)
     with pytest.raises(LandingError, match="cannot tell the raw table from the file name"):
         table_for(Path("refunds.parquet"), declared)
+
+
+HOSTILE_NAMES = st.one_of(
+    st.sampled_from(("order`s", "orders; drop table raw.orders", "o'rders", 'o"rders', "order items", "1orders",
+                     "orders--", "orders/*x*/", "raw.orders", "ordérs", "", "orders\n", "${orders}")),
+    st.text(max_size=12).filter(lambda name: not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)),
+)
+
+
+def _added_column(node: dict, name: str) -> None:
+    node["columns"][name] = {"name": name, "data_type": "string"}
+
+
+HOSTILE_PLACES = {
+    "source name": lambda n, name: n.update(source_name=name),
+    "table name": lambda n, name: n.update(name=name),
+    "schema": lambda n, name: n.update(schema=name),
+    "identifier": lambda n, name: n.update(identifier=name),
+    "column": _added_column,
+    "unique_key": lambda n, name: (_added_column(n, name), _meta(n).update(unique_key=["order_id", name])),
+    "loaded_at_field": lambda n, name: n.update(loaded_at_field=name),
+    "quarantine column": lambda n, name: (_added_column(n, name), _meta(n)["quarantine"].append({"not_null": name})),
+}
+
+
+@settings(max_examples=int(os.environ.get("LANDING_CASES", 500)) // 5, derandomize=True, database=None,
+          deadline=None)
+@given(place=st.sampled_from(sorted(HOSTILE_PLACES)), name=HOSTILE_NAMES)
+def test_a_name_that_is_not_a_plain_identifier_is_refused_wherever_the_sources_yml_declares_it(place: str, name: str):
+    """Quotes, backticks, semicolons, spaces, dots, comments, non-ASCII letters or nothing at all
+    in a source's, table's, schema's, column's or key's name: refused before any SQL is written,
+    naming the yml and the source."""
+    assume(name or place not in ("identifier", "loaded_at_field"))  # empty is dbt's "unset" there
+    with pytest.raises(ContractError) as raised:
+        Contract.from_manifest(_mutated(_manifest(), lambda node: HOSTILE_PLACES[place](node, name)))
+    assert "models/staging/shop/_shop__sources.yml: source " in str(raised.value)

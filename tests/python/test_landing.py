@@ -1,14 +1,22 @@
-"""The landing command: validate first, name the file and column, append all or nothing.
+"""The landing command: validate first, name the file and column, append all or nothing, and
+append exactly what was validated.
 
-The catalogue of refused files and quarantined rows is test_bad_input.py."""
+The catalogue of refused files and quarantined rows is test_bad_input.py; hostile files by the
+thousand, without Spark, test_hostile_files.py."""
 
 from __future__ import annotations
 
+import tempfile
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from helpers import empty_warehouse, order, write_parquet
+from hostile_files import BENIGN, HostileFile, hostile_files, hostile_settings, staged_leftovers, tables
 from pipeline.cli import main as cli
 from pipeline.land import LandingError, land
 
@@ -55,9 +63,90 @@ def test_csv_is_landed_and_a_value_that_does_not_parse_is_rejected_by_column(spa
     assert row.customer_id == 7 and str(row.ordered_at) == "2025-01-01 10:00:00"
 
 
+def test_a_csv_is_read_by_its_header_names_and_only_an_unquoted_empty_field_is_null(spark_empty, tmp_path: Path):
+    # the header's order is not the table's: the two ids and the two times swapped
+    path = tmp_path / "orders.csv"
+    path.write_text("customer_id,order_id,channel,status,updated_at,ordered_at,is_deleted\n"
+                    '7,1,"",NA,2025-01-02 08:00:00,2025-01-01 10:00:00,false\n'
+                    "8,2,,NULL,2025-01-02 09:00:00,2025-01-01 11:00:00,1\n")
+    land(spark_empty, [path])
+    rows = spark_empty.sql("select order_id, customer_id, channel, status, cast(ordered_at as string) as ordered_at,"
+                           " cast(updated_at as string) as updated_at, is_deleted from raw.orders order by order_id"
+                           ).collect()
+    assert [tuple(r) for r in rows] == [
+        (1, 7, "", "NA", "2025-01-01 10:00:00", "2025-01-02 08:00:00", False),
+        (2, 8, None, "NULL", "2025-01-01 11:00:00", "2025-01-02 09:00:00", True),
+    ]
+    assert [p.name for p in tmp_path.iterdir()] == ["orders.csv"]  # its staged copy removed
+
+
 def test_cli_reports_a_rejected_file_and_exits_non_zero(spark_empty, tmp_path: Path, capsys):
     unknown = write_parquet(tmp_path / "invoices.parquet", "orders", [order(1, "2025-01-01 10:00")])
     assert cli(["land", str(unknown)]) == 2
     assert "cannot tell the raw table" in capsys.readouterr().err
     assert raw_count(spark_empty, "orders") == 0
 
+
+
+def test_hostile_files_land_all_or_nothing_exactly_as_validated_and_every_row_is_loaded_or_quarantined(
+        spark_empty, dbt):
+    """Hostile files (hostile_files.py) landed into the raw tables, a batch at a time: a batch
+    with a refused file appends nothing of any of its files; else every file's rows are in its
+    table exactly as written (a CSV's columns by name, whatever their order; every value as it
+    was, SQL, quotes and control characters included; the contract's types), and no staged
+    copy is left beside the files. Then the count check holds for every file landed: its rows
+    are the versions the staging loads plus those it quarantines (null keys, times far ahead,
+    conflicting versions: whatever the drawn values were)."""
+    landed_batches = []
+    tables()  # the contract, read before the draws (reading it may parse the project)
+
+    @hostile_settings("LANDING_SPARK_CASES", 20)
+    @given(batch=st.lists(hostile_files(), min_size=1, max_size=3))
+    def land_a_batch(batch: list[HostileFile]) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = []
+            for n, hostile in enumerate(batch):
+                (Path(tmp) / str(n)).mkdir()
+                paths.append(hostile.write(Path(tmp) / str(n)).resolve())
+            try:
+                landed = land(spark_empty, paths)
+                landed_batches.append(landed)
+            except LandingError as refused:
+                assert any(h.mutation not in BENIGN for h in batch), refused
+                landed = None
+            assert staged_leftovers(Path(tmp)) == []
+            for hostile, path in zip(batch, paths):
+                found = _landed_rows(spark_empty, hostile, path)
+                if landed is None:
+                    assert found == [], f"{path.name} of a refused batch was appended"
+                elif hostile.mutation == "truncate":
+                    assert len(found) == [f.rows for f in landed if f.path == path][0]
+                else:
+                    assert sorted(found, key=repr) == sorted(map(_as_read, hostile.expected()), key=repr), path.name
+
+    land_a_batch()
+    assert landed_batches, "no batch was landed: the draw tests refusals only"
+    results = dbt.invoke("test", "--select", "test_name:landed_rows_are_loaded_or_quarantined", check=False)
+    failed = {r.name: r.failures for r in results if r.resource_type == "test" and r.status != "pass"}
+    assert not failed, failed
+
+
+def _landed_rows(spark, hostile: HostileFile, path: Path) -> list[dict]:
+    """The rows of one file in its raw table, timestamps as microseconds since the epoch (not
+    converted to the Python process's time zone)."""
+    if not spark.catalog.tableExists(hostile.table.relation):
+        return []  # a first batch refused: the landing created no table
+    schema = hostile.table.arrow_schema()
+    columns = ", ".join(f"unix_micros({f.name}) as {f.name}" if pa.types.is_timestamp(f.type) else f.name
+                        for f in schema)
+    rows = spark.sql(f"select {columns} from {hostile.table.relation} where _source_file = :f",
+                     args={"f": str(path)}).collect()
+    return [row.asDict() for row in rows]
+
+
+def _as_read(row: dict) -> dict:
+    return {name: (value - EPOCH) // timedelta(microseconds=1) if isinstance(value, datetime) else value
+            for name, value in row.items()}
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -25,7 +25,9 @@ def register(group: click.Group) -> None:
         from pipeline.engine import get_engine
         from pipeline.land import LandingError, land as land_files
 
-        paths = [f for p in files for f in (sorted(p.iterdir()) if p.is_dir() else [p])]
+        # a folder stands for its files, hidden ones left out (a landing's staged copies, .DS_Store)
+        paths = [f for p in files for f in (sorted(c for c in p.iterdir() if not c.name.startswith("."))
+                                            if p.is_dir() else [p])]
         try:
             engine = get_engine()
             Dbt(quiet=True).invoke("parse")
