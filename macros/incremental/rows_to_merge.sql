@@ -74,47 +74,20 @@
             "model " ~ this ~ ": rows_to_merge(changes=...) needs the unique_key") }}
     {% endif %}
     {%- if vanished %}
-    {#- one full outer join: `changes` is computed once (a model over models recomputes its
-        groups from its upstream's rows in it), and a table row in scope that the select no
-        longer gives (`_in_select` null) is deleted -#}
-    select
-        {%- for column in columns %}
-        case
-            when changes._in_select is null or changes.is_deleted then existing.{{ column }}
-            else changes.{{ column }}
-        end as {{ column }},
-        {%- endfor %}
-        (changes._in_select is null or changes.is_deleted) as _is_deleted
-    from (select given.*, true as _in_select from {{ changes }} as given) as changes
-    full outer join (
-        select * from {{ this }}
-        {%- if existing %}
-        where {{ existing }}
-        {%- endif %}
-    ) as existing
-        on changes.{{ unique_key }} = existing.{{ unique_key }}
-    where
-        -- the table's rows in scope that the select no longer gives: deleted
-        changes._in_select is null
-        or (changes.is_deleted and existing.{{ unique_key }} is not null)
-        or (
-            not changes.is_deleted
-            and not (
-                {%- for column in columns %}
-                changes.{{ column }} <=> existing.{{ column }}{{ " and" if not loop.last }}
-                {%- endfor %}
-            )
-        )
+        {%- set source = "(select given.*, true as _in_select from " ~ changes ~ " as given)" %}
+        {%- set gone = "changes._in_select is null or changes.is_deleted" %}
     {%- else %}
+        {%- set source = changes %}
+        {%- set gone = "changes.is_deleted" %}
+    {%- endif %}
     select
         {%- for column in columns %}
-        case
-            when changes.is_deleted then existing.{{ column }} else changes.{{ column }}
-        end as {{ column }},
+        case when {{ gone }} then existing.{{ column }} else changes.{{ column }} end
+            as {{ column }},
         {%- endfor %}
-        changes.is_deleted as _is_deleted
-    from {{ changes }} as changes
-    left join (
+        ({{ gone }}) as _is_deleted
+    from {{ source }} as changes
+    {{ "full outer join" if vanished else "left join" }} (
         select * from {{ this }}
         {%- if existing %}
         where {{ existing }}
@@ -122,6 +95,10 @@
     ) as existing
         on changes.{{ unique_key }} = existing.{{ unique_key }}
     where
+        {%- if vanished %}
+        -- the table's rows in scope that the select no longer gives: deleted
+        changes._in_select is null or
+        {%- endif %}
         (changes.is_deleted and existing.{{ unique_key }} is not null)
         or (
             not changes.is_deleted
@@ -131,6 +108,5 @@
                 {%- endfor %}
             )
         )
-    {%- endif %}
     {% endif %}
 {% endmacro %}
