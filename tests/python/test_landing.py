@@ -87,7 +87,6 @@ def test_cli_reports_a_rejected_file_and_exits_non_zero(spark_empty, tmp_path: P
     assert raw_count(spark_empty, "orders") == 0
 
 
-
 def test_hostile_files_land_all_or_nothing_exactly_as_validated_and_every_row_is_loaded_or_quarantined(
         spark_empty, dbt):
     """Hostile files (hostile_files.py) landed into the raw tables, a batch at a time: a batch
