@@ -198,7 +198,8 @@ def _check_precision(column: pa.ChunkedArray, kind: pa.Decimal128Type) -> None:
     with more integer digits than the column holds would be staged as if it fitted."""
     wide = pa.decimal128(38, kind.scale)
     limit = pa.scalar(Decimal(10) ** (kind.precision - kind.scale), wide)
-    over = pc.filter(column.cast(wide), pc.greater_equal(pc.abs(column.cast(wide)), limit))
+    widened = column.cast(wide)
+    over = pc.filter(widened, pc.greater_equal(pc.abs(widened), limit))
     if len(over):
         raise ValueError(f"{over[0].as_py()} has more than {kind.precision - kind.scale} digits before the point")
 

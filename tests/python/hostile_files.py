@@ -10,7 +10,8 @@ extreme numbers and times), written as CSV or Parquet, with at most one mutation
   all-null column typed null);
 - bad ones it must refuse by a LandingError that names the file and the column: a column
   dropped, doubled or not in the contract, a value that does not fit its column (garbage text,
-  one past the type's range, a digit past the decimal's scale, a nanosecond in a timestamp);
+  one past the type's range, a digit past the decimal's scale or precision, an impossible date
+  or time; in Parquet, the column written as text);
 - a truncated file, which may still parse (a CSV cut at a line end): refused by name, or
   accepted.
 `expected()` is what the append must read for an accepted file, in the contract's types.
