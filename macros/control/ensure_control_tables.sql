@@ -23,17 +23,6 @@
             using iceberg
             tblproperties ('format-version' = '2')
         {% endcall %}
-        {#- a watermark table made before last_run_started_at existed gets the column (null: its
-            pipelines' next runs read their whole lookback, then record it) -#}
-        {% set watermark_table = api.Relation.create(
-            schema=var('control_schema', 'control'), identifier='etl_watermark', type='table') %}
-        {% set watermark_columns = adapter.get_columns_in_relation(watermark_table)
-            | map(attribute='name') | list %}
-        {% if 'last_run_started_at' not in watermark_columns %}
-            {% call statement('add_last_run_started_at') %}
-                alter table {{ backfill_safe.watermark_relation() }} add columns (last_run_started_at timestamp)
-            {% endcall %}
-        {% endif %}
         {% call statement('create_run_records') %}
             create table if not exists {{ var('control_schema', 'control') }}.run_records (
                 invocation_id string,
@@ -91,11 +80,22 @@
             using iceberg
             tblproperties ('format-version' = '2')
         {% endcall %}
+        {#- after every table is made: their columns are read from dbt's listing of the schema
+            (column_names), which then holds all of them for the hooks that ask later.
+            A watermark table made before last_run_started_at existed gets the column (null:
+            its pipelines' next runs read their whole lookback, then record it) -#}
+        {% set watermark_table = api.Relation.create(
+            schema=var('control_schema', 'control'), identifier='etl_watermark', type='table') %}
+        {% set watermark_columns = backfill_safe.column_names(watermark_table) %}
+        {% if 'last_run_started_at' not in watermark_columns %}
+            {% call statement('add_last_run_started_at') %}
+                alter table {{ backfill_safe.watermark_relation() }} add columns (last_run_started_at timestamp)
+            {% endcall %}
+        {% endif %}
         {#- a run_scans made before its partition columns gets them (null in its older rows) -#}
         {% set scans_table = api.Relation.create(
             schema=var('control_schema', 'control'), identifier='run_scans', type='table') %}
-        {% if 'partitions_planned' not in (adapter.get_columns_in_relation(scans_table)
-            | map(attribute='name') | list) %}
+        {% if 'partitions_planned' not in backfill_safe.column_names(scans_table) %}
             {% call statement('add_run_scans_partitions') %}
                 alter table {{ scans_table }} add columns (partitions_planned bigint, partitions string)
             {% endcall %}

@@ -5,13 +5,15 @@
     its execution with their summary figures (added/deleted records and data files, changed
     partitions; snapshots on any branch). Deleted records are the rows that left the table:
     the rows of rewritten files (copy-on-write) plus position and equality deletes
-    (merge-on-read), as pipeline.iceberg.deleted_records counts them. Cost per invocation: one metadata query over the
-    tables that ran, one read of the watermarks, one append of constant rows. A backfill's
+    (merge-on-read), as pipeline.iceberg.deleted_records counts them. Cost per invocation: one
+    metadata query over the tables that ran and committed (a model of the kind whose main
+    statement was idle, idle_runs, gets zeros unread: a write to its table by its own post-hook
+    is not counted then), one read of the watermarks, one append of constant rows. A backfill's
     windows are recorded by the runner instead (`pipeline.backfill`), off their critical path:
     this renders nothing under backfill vars, nor for the scratch build of a dual-run
     comparison, nor for `pipeline explain` (var explain_next_run), nor for an invocation that
-    ran no model of the framework's kind (is_framework_model: a run of plain dbt models only). Snapshot figures are read for
-    Iceberg tables only. -#}
+    ran no model of the framework's kind (is_framework_model: a run of plain dbt models only).
+    Snapshot figures are read for Iceberg tables only. -#}
 {% macro record_runs(results) %}
     {% if not execute or backfill_safe.backfill_window() is not none
         or var('dual_run_model', none) is not none or backfill_safe.explaining() %}
@@ -38,7 +40,9 @@
             {% set is_table = run.node.config.materialized
                 in ('incremental', 'table', 'backfill_safe')
                 and run.node.config.file_format == 'iceberg' %}
-            {% if run.status == 'success' and is_table %}
+            {#- a run of the kind that sent only its idle statement committed nothing -#}
+            {% if run.status == 'success' and is_table
+                and run.node.unique_id not in backfill_safe.idle_runs() %}
                 {% do figure_queries.append(
                     "select '" ~ backfill_safe.validated_identifier(run.node.name) ~ "' as model_name, count(*),"
                     ~ " sum(cast(summary['added-records'] as bigint)),"

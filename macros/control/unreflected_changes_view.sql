@@ -56,11 +56,10 @@
         {% else %}
             {#- the comparison needs the key, event date and updated_at in the table, and every
                 column of the table plus is_deleted in the current state -#}
-            {% set table_names = adapter.get_columns_in_relation(item.relation)
-                | map(attribute='name') | list %}
+            {% set table_names = backfill_safe.column_names(item.relation) %}
             {% set table_columns = table_names | map('lower') | list %}
-            {% set state_columns = adapter.get_columns_in_relation(item.current_state_relation)
-                | map(attribute='name') | map('lower') | list %}
+            {% set state_columns = backfill_safe.column_names(item.current_state_relation)
+                | map('lower') | list %}
             {% set absent = [] %}
             {% set over_models = item.scope is not none and item.scope.models %}
             {% for column in [item.unique_key, item.event_date]

@@ -177,3 +177,11 @@
     {% endif %}
     {{ return("select 'nothing to merge' as merge_skipped") }}
 {% endmacro %}
+
+
+{#- The models of the kind whose run in this invocation sent an idle main statement
+    (idle_merge_statement, idle_reference_statement) and so committed nothing: unique_id ->
+    true, in invocation_store('idle_runs'). record_runs reads no snapshot of their tables. -#}
+{% macro idle_runs() %}
+    {{ return(backfill_safe.invocation_store('idle_runs')) }}
+{% endmacro %}

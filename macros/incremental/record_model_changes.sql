@@ -56,7 +56,7 @@
         {{ return('') }}
     {% endif %}
     {% set changes = backfill_safe.model_changes_relation(target.identifier) %}
-    {% set columns = adapter.get_columns_in_relation(target) | map(attribute='name') | list %}
+    {% set columns = backfill_safe.column_names(target) %}
     {% do backfill_safe.create_model_changes(changes, target, false) %}
     {% set stamp = "'" ~ invocation_id ~ "' as _invocation_id, "
         ~ backfill_safe.timestamp_literal(run_started_at) ~ " as _run_started_at" %}

@@ -38,7 +38,7 @@
     The model's columns are those documented in its yml, which must be the table's.
     guarded_merge_sql turns the flag into DELETE / UPDATE / INSERT. -#}
 {% macro rows_to_merge(live, changes=none, unique_key=none, existing=none, vanished=false) %}
-    {% set columns = adapter.get_columns_in_relation(this) | map(attribute='name') | list %}
+    {% set columns = backfill_safe.column_names(this) %}
     {#- the select is written with the table's column names, so a column added to (or
         dropped from) the model would be silently left out (or fail in Spark's analysis):
         the model's yml columns are compared with the table's first. `changes` needs them

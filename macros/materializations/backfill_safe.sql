@@ -60,6 +60,7 @@
         {%- call statement('main') -%}
             {{ idle }}
         {%- endcall -%}
+        {%- do backfill_safe.idle_runs().update({model.unique_id: true}) -%}
     {%- else -%}
         {#- the rows to merge, staged once to a scratch table (stage_merge_source), or as
             dbt-spark's temporary view when the model's meta says stage_merge_source: false -#}

@@ -26,7 +26,7 @@
 {%- if columns is not none %}
     {#- the caller has read them already (unreflected_changes_view) -#}
 {%- elif execute %}
-    {%- set columns = adapter.get_columns_in_relation(model) | map(attribute='name') | list %}
+    {%- set columns = backfill_safe.column_names(model) %}
 {%- else %}
     {%- set columns = [unique_key, date_column, 'updated_at'] %}
 {%- endif %}
@@ -158,7 +158,7 @@ where
 {% macro unreflected_changes_over_models(model, expected_model, unique_key, model_name,
                                          date_column, scope, horizon_days=none, columns=none) %}
 {%- if columns is none %}
-    {%- set columns = adapter.get_columns_in_relation(model) | map(attribute='name') | list
+    {%- set columns = backfill_safe.column_names(model)
         if execute else [unique_key, date_column] %}
 {%- endif %}
 {%- set pending = backfill_safe.pending_watermark_sql(model_name) %}

@@ -35,3 +35,35 @@ def test_the_listing_tells_tables_from_views_and_reset_drops_both_with_the_table
     assert not data_file.exists()  # purged: the table's data files went with it
     assert {r for r in relations(spark) if r.schema == "reference"} == seeds  # a kept schema
     assert spark.sql("select n from listed_temporary").collect()[0].n == 1  # the session's own view
+
+
+def _describes_since(spark, first_execution: int) -> list[str]:
+    """The `describe` commands Spark ran since its execution `first_execution` (its SQL status
+    store: every statement of this session, dbt's included)."""
+    executions = spark._jsparkSession.sharedState().statusStore().executionsList()
+    plans = [executions.apply(i) for i in range(executions.size())]
+    return [p.description() for p in plans
+            if p.executionId() >= first_execution and "DescribeTable" in p.physicalPlanDescription()]
+
+
+def _last_execution(spark) -> int:
+    executions = spark._jsparkSession.sharedState().statusStore().executionsList()
+    return max((executions.apply(i).executionId() for i in range(executions.size())), default=-1)
+
+
+def test_column_names_come_from_dbts_listing_without_a_describe_and_equal_the_tables(examples_built):
+    """backfill_safe.column_names, which the hooks and the kind ask about relations dbt listed at
+    the start of the invocation: the names Spark gives each table and view of the build, in
+    order, read from the listing's text, with no `describe` sent."""
+    wh = examples_built.fresh()
+    listed = [r for r in relations(wh.spark, ("staging", "marts", "control", "audit"))]
+    assert {r.schema for r in listed} >= {"staging", "marts", "control", "audit"}
+    assert any(r.is_view for r in listed) and any(not r.is_view for r in listed)
+    selects = " union all ".join(
+        f"select '{r.schema}.{r.name}' as relation, '{{{{ backfill_safe.column_names(api.Relation.create("
+        f"schema='{r.schema}', identifier='{r.name}', type='{'view' if r.is_view else 'table'}')) | join(',') }}}}'"
+        " as names" for r in listed)
+    before = _last_execution(wh.spark)
+    shown = {row["relation"]: row["names"].split(",") for row in wh.dbt.show(selects)}
+    assert shown == {f"{r.schema}.{r.name}": wh.spark.table(f"{r.schema}.{r.name}").columns for r in listed}
+    assert _describes_since(wh.spark, before + 1) == []
