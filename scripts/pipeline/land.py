@@ -20,8 +20,11 @@ from __future__ import annotations
 import csv
 import os
 import re
+import shutil
+import socket
 from dataclasses import dataclass
 from decimal import Decimal
+from glob import escape as glob_escape
 from pathlib import Path
 
 import pyarrow as pa
@@ -157,7 +160,7 @@ def check(path: Path, table: RawTable, stage: bool = False) -> CheckedFile:
         return CheckedFile(path, table, exact.num_rows)
     # in a hidden folder (which a landing of the folder passes over): Spark reads no file whose
     # own name is hidden
-    staged = path.parent / f".landing-{os.getpid()}" / f"{path.name}.parquet"
+    staged = path.parent / _staging_folder_name(socket.gethostname(), os.getpid()) / f"{path.name}.parquet"
     try:
         staged.parent.mkdir(exist_ok=True)
         pq.write_table(exact, staged)
@@ -166,6 +169,31 @@ def check(path: Path, table: RawTable, stage: bool = False) -> CheckedFile:
         raise LandingError(f"{path}: cannot write its validated rows beside it, in {staged.parent.name}/, for "
                            f"the append to read ({exc}); land it from a folder the landing can write to") from exc
     return CheckedFile(path, table, exact.num_rows, staged)
+
+
+def _staging_folder_name(host: str, pid: int) -> str:
+    return f".landing-{host}-{pid}"
+
+
+def _remove_orphaned_staging(folder: Path) -> None:
+    """Remove the staging folders a landing on this host left when it was killed before its
+    `finally` ran (its process is gone). A folder of another host is left alone: a landing there
+    may still be writing it (a landing folder on shared storage, read by a Thrift Server)."""
+    prefix = _staging_folder_name(socket.gethostname(), 0)[:-1]
+    for leftover in folder.glob(f"{glob_escape(prefix)}*"):
+        pid = leftover.name[len(prefix):]
+        if pid.isdigit() and int(pid) != os.getpid() and not _process_alive(int(pid)):
+            shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def _remove_staged(staged: Path) -> None:
@@ -301,9 +329,11 @@ def land(spark: Sql, files: list[Path], table: str | None = None, contract: Cont
         raise LandingError(f"--table {table!r}: {error}" if table is not None and "landed raw table" in str(error)
                            else str(error)) from error
     planned: list[CheckedFile] = []
+    files = [Path(path).resolve() for path in files]
+    for folder in {path.parent for path in files if path.parent.is_dir()}:
+        _remove_orphaned_staging(folder)
     try:
         for path in files:
-            path = Path(path).resolve()
             planned.append(check(path, target or table_for(path, contract), stage=True))
         return _append_all(spark, contract, planned)
     finally:

@@ -51,3 +51,37 @@ def test_a_hostile_file_is_refused_by_name_or_stages_exactly_its_rows(hostile: H
             assert read.to_pylist() == hostile.expected()
         if checked.staged:
             checked.staged.unlink()
+
+
+def test_the_staging_a_killed_landing_left_on_this_host_is_removed_by_the_next_landing_of_the_folder(tmp_path: Path):
+    """A landing killed between staging and its end leaves its hidden folder beside the files.
+    The next landing from that folder removes the folders of this host's landings whose process
+    is gone, and keeps a live landing's and another host's (it cannot tell whether that one is
+    still writing)."""
+    import socket
+    import subprocess
+    import sys
+
+    from pipeline.land import land
+
+    def staging(host: str, pid: int) -> Path:
+        folder = tmp_path / f".landing-{host}-{pid}"
+        folder.mkdir()
+        (folder / "orders.csv.parquet").write_bytes(b"staged rows")
+        return folder
+
+    host = socket.gethostname()
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    killed = staging(host, int(ended.stdout))
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        live = staging(host, running.pid)
+        elsewhere = staging("another-host", int(ended.stdout))
+        refused = tmp_path / "orders.csv"
+        refused.write_text("not,the,contract\n1,2,3\n")
+        with pytest.raises(LandingError, match=str(refused)):
+            land(None, [refused], table=tables()[0].qualified_name)
+    finally:
+        running.kill()
+    assert not killed.exists()
+    assert live.exists() and elsewhere.exists()
