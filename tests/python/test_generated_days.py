@@ -1,7 +1,9 @@
 """Nine days of generated source data, built once for the module and read by two tests.
 
 The build: the first five days (2025-01-01 .. 01-05) landed and built from scratch, then each
-of the four next days landed and run incrementally, as the daily job does. Those four daily
+of the four next days landed and run incrementally, as the daily job does, with dbt `--threads 4`
+(as most teams' profiles set it: independent models run at once on the one Spark session, and the
+facts of one lookback domain make their shared scope caches side by side). Those four daily
 runs exercise the rules together on the generator's mix (late corrections up to 30 days back,
 late-arriving orders, header changes, ordered_at moves, out-of-order versions, duplicates,
 deletions, product and customer changes).
@@ -28,6 +30,7 @@ MARTS = tuple(f"marts.{name}" for name in SHOP_MARTS)
 DAYS = GeneratorConfig(days=9, orders_per_day=30, seed=21)
 FIRST_BUILD_DAYS = 5
 ERROR = ("--vars", '{"volume_alert_severity": "error"}')
+THREADS = ("--threads", "4")
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +43,7 @@ def generated(spark, dbt, tmp_path_factory) -> Warehouse:
     warehouse.build_all()
     for folder in days[FIRST_BUILD_DAYS:]:
         land(spark, sorted(folder.iterdir()))
-        warehouse.dbt_run()
+        warehouse.dbt_run(*THREADS)
     return warehouse
 
 
