@@ -507,6 +507,15 @@ def test_a_model_whose_sources_never_held_a_row_is_skipped_once_it_ran(base: War
         # nor any other statement of the run: no select analysed, no describe, no scope
         assert not [s for s in mine if "temporary view" in s or "describe" in s or "cache table" in s], model
     assert base.watermark("fct_order_item") == naive("2025-01-11 10:00")
+    # the run records read the snapshots of the table that committed, not the idle ones' (idle_runs),
+    # and record the idle runs all the same, with nothing committed
+    snapshot_reads = [s for s in statements if "added-records" in s and ".snapshots" in s]
+    assert snapshot_reads and all("fct_order_item.snapshots" in s for s in snapshot_reads)
+    assert not [s for s in snapshot_reads for model in empty if f"{model}.snapshots" in s]
+    runs = {r.model_name: r for r in base.rows(
+        f"select * from control.run_records where invocation_id = '{base.dbt.last_invocation_id()}'")}
+    assert {model: runs[model].snapshots_committed for model in empty} == {model: 0 for model in empty}
+    assert runs["fct_order_item"].snapshots_committed >= 1
 
     # their first row lands: read in full (still no watermark to bound it), loaded, watermarked
     base.land(drivers=[driver(7, "2024-12-01 00:00", rate="0.2000")], trips=[trip(1, "2025-01-02 10:00")])
