@@ -56,7 +56,7 @@ def test_column_names_come_from_dbts_listing_without_a_describe_and_equal_the_ta
     the start of the invocation: the names Spark gives each table and view of the build, in
     order, read from the listing's text, with no `describe` sent."""
     wh = examples_built.fresh()
-    listed = [r for r in relations(wh.spark, ("staging", "marts", "control", "audit"))]
+    listed = list(relations(wh.spark, ("staging", "marts", "control", "audit")))
     assert {r.schema for r in listed} >= {"staging", "marts", "control", "audit"}
     assert any(r.is_view for r in listed) and any(not r.is_view for r in listed)
     selects = " union all ".join(
