@@ -160,7 +160,7 @@ def check(path: Path, table: RawTable, stage: bool = False) -> CheckedFile:
         return CheckedFile(path, table, exact.num_rows)
     # in a hidden folder (which a landing of the folder passes over): Spark reads no file whose
     # own name is hidden
-    staged = path.parent / _staging_folder_name(socket.gethostname(), os.getpid()) / f"{path.name}.parquet"
+    staged = path.parent / f"{_staging_prefix()}{os.getpid()}" / f"{path.name}.parquet"
     try:
         staged.parent.mkdir(exist_ok=True)
         pq.write_table(exact, staged)
@@ -171,15 +171,16 @@ def check(path: Path, table: RawTable, stage: bool = False) -> CheckedFile:
     return CheckedFile(path, table, exact.num_rows, staged)
 
 
-def _staging_folder_name(host: str, pid: int) -> str:
-    return f".landing-{host}-{pid}"
+def _staging_prefix() -> str:
+    """A landing's staging folder is this prefix and its process id."""
+    return f".landing-{socket.gethostname()}-"
 
 
 def _remove_orphaned_staging(folder: Path) -> None:
     """Remove the staging folders a landing on this host left when it was killed before its
     `finally` ran (its process is gone). A folder of another host is left alone: a landing there
     may still be writing it (a landing folder on shared storage, read by a Thrift Server)."""
-    prefix = _staging_folder_name(socket.gethostname(), 0)[:-1]
+    prefix = _staging_prefix()
     for leftover in folder.glob(f"{glob_escape(prefix)}*"):
         pid = leftover.name[len(prefix):]
         if pid.isdigit() and int(pid) != os.getpid() and not _process_alive(int(pid)):
