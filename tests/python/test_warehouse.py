@@ -37,18 +37,10 @@ def test_the_listing_tells_tables_from_views_and_reset_drops_both_with_the_table
     assert spark.sql("select n from listed_temporary").collect()[0].n == 1  # the session's own view
 
 
-def _describes_since(spark, first_execution: int) -> list[str]:
-    """The `describe` commands Spark ran since its execution `first_execution` (its SQL status
-    store: every statement of this session, dbt's included)."""
+def _executions(spark) -> list:
+    """Every statement Spark ran in this session, dbt's included (its SQL status store)."""
     executions = spark._jsparkSession.sharedState().statusStore().executionsList()
-    plans = [executions.apply(i) for i in range(executions.size())]
-    return [p.description() for p in plans
-            if p.executionId() >= first_execution and "DescribeTable" in p.physicalPlanDescription()]
-
-
-def _last_execution(spark) -> int:
-    executions = spark._jsparkSession.sharedState().statusStore().executionsList()
-    return max((executions.apply(i).executionId() for i in range(executions.size())), default=-1)
+    return [executions.apply(i) for i in range(executions.size())]
 
 
 def test_column_names_come_from_dbts_listing_without_a_describe_and_equal_the_tables(examples_built):
@@ -63,7 +55,8 @@ def test_column_names_come_from_dbts_listing_without_a_describe_and_equal_the_ta
         f"select '{r.schema}.{r.name}' as relation, '{{{{ backfill_safe.column_names(api.Relation.create("
         f"schema='{r.schema}', identifier='{r.name}', type='{'view' if r.is_view else 'table'}')) | join(',') }}}}'"
         " as names" for r in listed)
-    before = _last_execution(wh.spark)
+    before = {e.executionId() for e in _executions(wh.spark)}
     shown = {row["relation"]: row["names"].split(",") for row in wh.dbt.show(selects)}
     assert shown == {f"{r.schema}.{r.name}": wh.spark.table(f"{r.schema}.{r.name}").columns for r in listed}
-    assert _describes_since(wh.spark, before + 1) == []
+    assert [e.description() for e in _executions(wh.spark)
+            if e.executionId() not in before and "DescribeTable" in e.physicalPlanDescription()] == []
