@@ -37,6 +37,11 @@
     {% if bound is none %}
         {{ return('true') }}
     {% endif %}
+    {#- nothing landed in any of the model's inputs since: nor in this source (the answer is
+        memoized, and the materialization asks it before anything else of the run) -#}
+    {% if backfill_safe.nothing_landed_since_last_run() %}
+        {{ return('false') }}
+    {% endif %}
     {% set landed = "select landed." ~ key ~ " from " ~ relation ~ " as landed where"
         ~ " landed._loaded_at > " ~ bound %}
     {% if new_values_of is not none %}

@@ -52,9 +52,11 @@ def _land(spark, folder: Path, tables: dict[str, list[dict]]) -> None:
     land(spark, files)
 
 
-def _hooks(target: Path) -> dict[str, float]:
+def _hooks(target: Path) -> tuple[dict[str, float], dict[str, float]]:
+    """The hooks' times and the models' summed time; and each model's time."""
     results = json.loads((target / "run_results.json").read_text())["results"]
     figures = {"models": 0.0}
+    models = {}
     for result in results:
         uid = result["unique_id"]
         if uid.startswith("operation."):
@@ -62,7 +64,8 @@ def _hooks(target: Path) -> dict[str, float]:
             figures[uid.split("-on-", 1)[1]] = result["execution_time"]
         else:
             figures["models"] += result["execution_time"]
-    return figures
+            models[uid.split(".")[-1]] = result["execution_time"]
+    return figures, models
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             **_rows(1, clock)})
         dbt.invoke("run")
     runs = []
+    per_model = []
     for n in range(args.runs):
         for kind in ("idle", "one order"):
             command = ["run"]
@@ -99,7 +103,10 @@ def main(argv: list[str] | None = None) -> int:
                 command += SHOP_ONLY
             started = time.perf_counter()
             dbt.invoke(*command)
-            runs.append({"run": kind, "wall": time.perf_counter() - started, **_hooks(state / "target")})
+            wall = time.perf_counter() - started
+            hooks, models = _hooks(state / "target")
+            runs.append({"run": kind, "wall": wall, **hooks})
+            per_model.append((kind, models))
     names = [k for k in runs[0] if k not in ("run", "wall")]
     print(f"{'run':10} {'wall':>6} " + " ".join(f"{name:>11}" for name in names))
     for run in runs:
@@ -108,6 +115,12 @@ def main(argv: list[str] | None = None) -> int:
         later = [run for run in runs if run["run"] == kind][1:] or [run for run in runs if run["run"] == kind]
         print(f"median of the later {kind} runs: wall {statistics.median(r['wall'] for r in later):.1f} s, "
               + ", ".join(f"{name} {statistics.median(r.get(name, 0) for r in later):.2f}" for name in names))
+    for kind in ("idle", "one order"):
+        models = [m for k, m in per_model if k == kind][1:] or [m for k, m in per_model if k == kind]
+        medians = {name: statistics.median(m.get(name, 0) for m in models) for name in models[0]}
+        print(f"each model's median in the later {kind} runs, slowest first: "
+              + ", ".join(f"{name} {seconds:.2f}" for name, seconds in
+                          sorted(medians.items(), key=lambda item: -item[1])))
     return 0
 
 

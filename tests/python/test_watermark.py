@@ -469,10 +469,24 @@ def test_a_model_none_of_whose_inputs_landed_anything_stages_and_commits_nothing
         assert results[quiet].status == "success", quiet
         assert base.snapshot_id(f"marts.{quiet}") == snapshots[quiet], quiet
         assert control(quiet) == recorded[quiet], quiet  # not even the start: nothing to record
-    # a seed is an input no landing shows: dim_channel runs as before; the fact loads 103
+    # dim_channel reads orders (they landed) and a seed: it runs; the fact loads 103
     assert control("dim_channel").last_run_started_at > recorded["dim_channel"].last_run_started_at
     assert (103, 1) in base.fact_lines()
     assert control("fct_order_item").watermark_ts == naive("2025-01-11 10:00")
+
+    # nothing landed since, and the seed committed no snapshot since: dim_channel is idle too, and
+    # the run commits no watermark at all (before, a seed among its inputs made it run every time)
+    channel = (base.snapshot_id("marts.dim_channel"), control("dim_channel"))
+    base.dbt_run("--select", "dim_channel")
+    statements = last_invocation_statements()
+    assert any("nothing to merge" in s for s in statements if "model.backfill_safe.dim_channel" in s)
+    assert not [s for s in statements if "etl_watermark as target" in s]
+    assert (base.snapshot_id("marts.dim_channel"), control("dim_channel")) == channel
+    # the seed changes (a snapshot committed since the last run started): dim_channel reads it
+    base.spark.sql("insert into reference.channels values ('kiosk', 'Kiosk', 'offline')")
+    base.dbt_run("--select", "dim_channel")
+    assert base.rows("select channel_name from marts.dim_channel where channel = 'kiosk'")[0].channel_name == "Kiosk"
+    assert control("dim_channel").last_run_started_at > channel[1].last_run_started_at
 
     # a customer lands, stamped long before the window: dim_customer reads it at once (its landing
     # bound is still the start of the run before)
