@@ -7,16 +7,23 @@ invocation after the first costs about 3 s.
 
 from __future__ import annotations
 
+import hashlib
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
 from pipeline import paths
 from pipeline.engine import get_engine
 
+# dbt's saved state for partial parsing, in its target folder; and how many per set of
+# parse-relevant arguments Dbt keeps beside it (_parse_state)
+PARTIAL_PARSE_FILE = "partial_parse.msgpack"
+PARSE_STATES_KEPT = 8
 FAILED_STATUSES = {"error", "fail", "runtime error", "skipped"}
 # a source's freshness status when its table has no rows (Dbt.freshness): not a staleness
 NOTHING_LANDED = "nothing landed yet"
@@ -65,6 +72,10 @@ class Dbt:
         full = ["--log-path", str(paths.state_dir() / "logs")] + (["--quiet"] if self._quiet else [])
         return full + command + ["--project-dir", str(paths.PROJECT_DIR), "--profiles-dir", str(paths.PROFILES_DIR)]
 
+    def _invoke_runner(self, args: list[str]) -> dbtRunnerResult:
+        with _parse_state(args):
+            return self._runner.invoke(args)
+
     @contextmanager
     def pinned_manifest(self) -> Iterator[None]:
         """Parse the project once; every invocation inside the block runs on that manifest.
@@ -73,7 +84,7 @@ class Dbt:
         (about 0.8 s here, measured in the backfill benchmark's log): a backfill passes new vars
         for every window. A pinned manifest also means every window runs the same SQL, even if
         a model file is edited while the backfill runs. Vars are still read at compile time."""
-        result: dbtRunnerResult = self._runner.invoke(self._full(["parse"]))
+        result = self._invoke_runner(self._full(["parse"]))
         if result.exception is not None or not result.success:
             raise DbtError(["parse"], [], result.exception)
         unpinned = self._runner
@@ -85,7 +96,7 @@ class Dbt:
 
     def invoke(self, *args: str, check: bool = True) -> list[NodeResult]:
         command = list(args)
-        result: dbtRunnerResult = self._runner.invoke(self._full(command))
+        result = self._invoke_runner(self._full(command))
         if result.exception is not None:
             raise DbtError(command, [], result.exception)
         nodes = _node_results(result)
@@ -120,7 +131,7 @@ class Dbt:
         740,000 days, so `error` wherever `error_after` is declared), which is not staleness."""
         # sources.json goes to dbt's own target folder (a custom --output path is deprecated in dbt 1.11)
         command = ["source", "freshness"]
-        result: dbtRunnerResult = self._runner.invoke(self._full(command))
+        result = self._invoke_runner(self._full(command))
         if result.exception is not None:
             raise DbtError(command, [], result.exception)
         found = []
@@ -161,10 +172,62 @@ class Dbt:
         with --quiet, so --log-level none too. DbtError when it fails."""
         full = ["--quiet", "--log-level", "none", "--log-path", str(paths.state_dir() / "logs"), *command,
                 "--project-dir", str(paths.PROJECT_DIR), "--profiles-dir", str(paths.PROFILES_DIR)]
-        result: dbtRunnerResult = self._runner.invoke(full)
+        result = self._invoke_runner(full)
         if result.exception is not None or not result.success:
             raise DbtError(command, [], result.exception)
         return result
+
+
+def _parse_key(args: list[str]) -> str:
+    """What of an invocation's arguments dbt's saved parse state depends on (a change of any
+    makes dbt parse the whole project again): --vars, --target, --profile; as a file name."""
+    picked = []
+    for i, arg in enumerate(args):
+        for flag in ("--vars", "--target", "-t", "--profile"):
+            if arg == flag and i + 1 < len(args):
+                picked.append((flag, args[i + 1]))
+            elif arg.startswith(flag + "="):
+                picked.append((flag, arg.split("=", 1)[1]))
+    return hashlib.sha256(repr(picked).encode()).hexdigest()[:16]
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        return None
+    return status.st_mtime_ns, status.st_size
+
+
+@contextmanager
+def _parse_state(args: list[str]) -> Iterator[None]:
+    """dbt's partial parse kept per set of --vars (and target, profile), not once.
+
+    dbt keeps one saved parse state (target/partial_parse.msgpack) and parses the whole project
+    again whenever an invocation's --vars differ from the state's: an invocation with vars, then
+    one without, cost two full parses (6.5 s each on this project, 17 of them in one test module
+    of this suite; a backfill's restate and the daily run after it likewise). Here the state each
+    invocation leaves is copied to target/partial_parse/<key>.msgpack, and an invocation whose
+    key has one gets that one back first. dbt checks it as it checks any saved state (files'
+    hashes, dbt's version, vars, profile): what changed since is parsed again, so a copy that is
+    out of date costs time, never a stale manifest. The PARSE_STATES_KEPT latest are kept."""
+    target = paths.target_dir()
+    current = target / PARTIAL_PARSE_FILE
+    states = target / "partial_parse"
+    saved = states / f"{_parse_key(args)}.msgpack"
+    if saved.exists():
+        shutil.copyfile(saved, current)
+    before = _stamp(current)
+    try:
+        yield
+    finally:
+        if _stamp(current) not in (None, before):  # dbt wrote a new state (it skips the write when nothing changed)
+            states.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(current, saved)
+            for old in sorted(states.glob("*.msgpack"), key=lambda f: f.stat().st_mtime_ns)[:-PARSE_STATES_KEPT]:
+                old.unlink(missing_ok=True)
+        elif saved.exists():
+            saved.touch()  # used: kept among the latest
 
 
 _PERIOD_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
