@@ -10,6 +10,10 @@ bin-pack) rewrites small files into few, and every data file that has a delete f
 (`rewrite_position_delete_files`), which drops the ones left pointing at no live data file:
 each a `replace` snapshot, same rows, other files. Expiry
 (`expire_snapshots`) drops snapshots older than the retention and the files only they reference.
+Orphan removal (`remove_orphan_files`) deletes the files under a table's folder that no snapshot
+of it references and that are older than three days (Iceberg's default: a write still running
+has not committed its files yet): the files a failed write left (a full disk, a lost task, a
+killed run: the table never referenced them).
 
 Change records (`control.<model>__changes`, what each run of a model of the kind changed, kept
 for the models of the kind that read it: macro record_model_changes) grow by one commit per run
@@ -52,6 +56,7 @@ class TableMaintenance:
     delete_files_after: int = 0
     expired_snapshots: int = 0
     kept_for_rollback: str | None = None  # the run whose rollback shortened the retention
+    removed_orphan_files: int = 0  # files under the table's folder no snapshot referenced
 
 
 @dataclass(frozen=True)
@@ -151,15 +156,19 @@ def _file_counts(spark: Sql, table: str) -> tuple[int, int]:
 
 def maintain(spark: Sql, tables: list[str] | None = None, compact: bool = True,
              expire_older_than: timedelta | None = timedelta(days=7), retain_last: int = 5,
-             now: datetime | None = None) -> list[TableMaintenance]:
-    """Compact and/or expire `tables` (default: every Iceberg table of raw and marts, and the
-    change records' tables)."""
+             now: datetime | None = None,
+             orphans_older_than: timedelta | None = timedelta(days=3)) -> list[TableMaintenance]:
+    """Compact, expire and/or remove the orphan files of `tables` (default: every Iceberg table of
+    raw and marts, and the change records' tables)."""
     names = [iceberg.checked_table(t) for t in (tables or iceberg_tables(spark) + change_record_tables(spark))]
     missing = [t for t in names if not iceberg.table_exists(spark, t)]
     if missing:
         raise ValueError(f"table {missing[0]} does not exist")
     if retain_last < 1:
         raise ValueError("retain_last must be at least 1")
+    if orphans_older_than is not None and orphans_older_than < timedelta(days=1):
+        raise ValueError("orphans_older_than must be at least a day (Iceberg's remove_orphan_files refuses less: "
+                         "a running write's files are not referenced yet)")
     held, reversible = _backfill_holds(spark)
     results = []
     for table in names:
@@ -195,8 +204,15 @@ def maintain(spark: Sql, tables: list[str] | None = None, compact: bool = True,
                             f"older_than => timestamp '{cutoff}', retain_last => {int(retain_last)})").collect()[0]
             # the procedure reports files; each expired snapshot had exactly one manifest list
             expired = int(row.asDict().get("deleted_manifest_lists_count", 0) or 0)
+        orphans = 0
+        if orphans_older_than is not None:
+            cutoff = ((now or datetime.now(UTC)) - orphans_older_than).strftime("%Y-%m-%d %H:%M:%S.%f")
+            # one row per file removed
+            orphans = len(spark.sql(f"call spark_catalog.system.remove_orphan_files(table => '{table}', "
+                                    f"older_than => timestamp '{cutoff}')").collect())
         after, deletes_after = _file_counts(spark, table)
         results.append(TableMaintenance(table, files_before=before, files_after=after, rewritten_files=rewritten,
                                         delete_files_before=deletes_before, delete_files_after=deletes_after,
-                                        expired_snapshots=expired, kept_for_rollback=kept_for))
+                                        expired_snapshots=expired, kept_for_rollback=kept_for,
+                                        removed_orphan_files=orphans))
     return results

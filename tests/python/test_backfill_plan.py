@@ -76,6 +76,9 @@ def test_run_ids_are_strict(run_id):
     ["backfill", "--resume", "bf_20251122_101010_abcdef", "--dry-run"],
     ["backfill", "--abandon", "bf_20251122_101010_abcdef", "--dry-run"],
     ["explain", "fct_orders;drop"],
+    ["maintain", "--tables", "raw.orders;drop"],
+    # Iceberg removes no orphan file younger than a day: refused here, not by a Java exception later
+    ["maintain", "--orphan-days", "0"],
 ])
 def test_cli_refuses_bad_arguments_before_spark_or_any_sql_starts(args, tmp_path: Path):
     env = dict(os.environ, PIPELINE_STATE_DIR=str(tmp_path / "state"))

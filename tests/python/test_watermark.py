@@ -7,6 +7,7 @@ import gzip
 import json
 import os
 import re
+import time
 from decimal import Decimal
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 
 from domains import SHOP_FACTS, SHOP_ONLY
 from pipeline.dbt import DbtError
+from pipeline.maintain import maintain
 from pipeline.warehouse import relations
 from helpers import Warehouse, customer, driver, item, last_invocation_statements, order, product, trip, ts
 
@@ -68,6 +70,93 @@ def test_failing_model_leaves_watermark_and_table_unchanged(base: Warehouse):
     base.spark.sql("alter table marts.fct_order_item drop column unexpected")
     base.dbt_run("--select", "fct_order_item")
     assert (103, 1) in base.fact_lines()
+
+
+def _data_files(base: Warehouse, table: str) -> tuple[str, set[Path]]:
+    """The table's folder, and every file under it."""
+    [location] = [r.data_type for r in base.rows(f"describe table extended {table}") if r.col_name == "Location"]
+    folder = location.removeprefix("file:")
+    return folder, {p for p in Path(folder).rglob("*") if p.is_file()}
+
+
+def _disk_full(base: Warehouse, folder: str | None, after_files: int = 0) -> None:
+    """Simulate a full disk under `folder` (None: no longer), through the embedded target's file
+    system (NioLocalFileSystem.Raw.DISK_FULL_UNDER): creating a file there fails once
+    `after_files` were created."""
+    system = base.spark._jvm.java.lang.System
+    if folder is None:
+        system.clearProperty("backfill_safe.disk_full_under")
+    else:
+        system.setProperty("backfill_safe.disk_full_after_files", str(after_files))
+        system.setProperty("backfill_safe.disk_full_under", folder)
+
+
+def test_a_merge_failing_part_way_on_a_full_disk_leaves_table_and_watermark_and_the_next_run_loads_it(base: Warehouse):
+    """The disk fills while the fact's MERGE writes its files: two files are written, the third
+    fails. The statement fails, Iceberg commits nothing, the watermark stays; the other fact of
+    the run commits. The file written is left behind, referenced by nothing: `pipeline
+    maintain` removes it (orphan files). Once there is space, the next run loads the versions
+    the failed one missed."""
+    before = base.table("marts.fct_order_item")
+    snapshot = base.snapshot_id("marts.fct_order_item")
+    folder, files = _data_files(base, "marts.fct_order_item")
+    # a correction of 101 (its date 01-02: a delete file and a data file) and a new order on 01-11
+    base.land(orders=[order(101, "2025-01-02 10:00", "2025-01-11 10:00"), order(103, "2025-01-11 10:00")],
+              order_items=[item(101, 1, "2025-01-11 10:00", quantity=7), item(103, 1, "2025-01-11 10:00")])
+    _disk_full(base, folder, after_files=2)
+    try:
+        results = {r.name: r for r in base.dbt.invoke("run", *SHOP_FACTS, check=False)}
+    finally:
+        _disk_full(base, None)
+    assert results["fct_order_item"].status == "error"
+    assert "No space left on device" in results["fct_order_item"].message
+    assert results["fct_orders"].status == "success"
+    assert base.snapshot_id("marts.fct_order_item") == snapshot
+    assert base.table("marts.fct_order_item") == before
+    assert base.watermark("fct_order_item") == naive("2025-01-10 10:00")
+    assert base.watermark("fct_orders") == naive("2025-01-11 10:00")
+    left = {p for p in _data_files(base, "marts.fct_order_item")[1] - files if not p.name.endswith(".crc")}
+    assert left  # what the failed task wrote: a table never referenced it
+    referenced = {r.file_path.removeprefix("file:") for r in base.rows("select file_path from marts.fct_order_item.all_files")}
+    assert not {str(p) for p in left} & referenced
+    # Iceberg removes only orphans older than a day (a running write's files are not referenced yet):
+    # the leftovers are made four days old
+    four_days_ago = time.time() - 4 * 86400
+    for path in _data_files(base, "marts.fct_order_item")[1] - files:
+        os.utime(path, (four_days_ago, four_days_ago))
+    [maintained] = maintain(base.spark, ["marts.fct_order_item"], compact=False, expire_older_than=None)
+    assert maintained.removed_orphan_files == len(left)
+    assert _data_files(base, "marts.fct_order_item")[1] == files
+    assert base.table("marts.fct_order_item") == before
+
+    base.dbt_run(*SHOP_FACTS)
+    lines = base.fact_lines()
+    assert lines[(101, 1)].quantity == 7 and (103, 1) in lines
+    assert base.watermark("fct_order_item") == naive("2025-01-11 10:00")
+
+
+def test_a_watermark_commit_failing_on_a_full_disk_loses_and_doubles_nothing(base: Warehouse):
+    """The disk fills after the facts' MERGEs, while the invocation commits the watermarks: the
+    facts hold the new rows, the watermarks stay where they were (the run fails loudly), and
+    the next run reads the same versions again and merges nothing twice."""
+    folder, _ = _data_files(base, "control.etl_watermark")
+    base.land(orders=[order(103, "2025-01-11 10:00")], order_items=[item(103, 1, "2025-01-11 10:00", quantity=4)])
+    _disk_full(base, folder)
+    try:
+        results = base.dbt.invoke("run", *SHOP_FACTS, check=False)
+    finally:
+        _disk_full(base, None)
+    assert {r.name: r.status for r in results if r.resource_type == "model"} == {
+        "fct_order_item": "success", "fct_orders": "success"}
+    [hook] = [r for r in results if r.unique_id.endswith("on-run-end-0")]
+    assert hook.status == "error" and "No space left on device" in hook.message
+    assert base.watermark("fct_order_item") == base.watermark("fct_orders") == naive("2025-01-10 10:00")
+    loaded = base.table("marts.fct_order_item")
+    assert base.fact_lines()[(103, 1)].quantity == 4
+
+    base.dbt_run(*SHOP_FACTS)
+    assert base.table("marts.fct_order_item") == loaded  # read again, nothing doubled or changed
+    assert base.watermark("fct_order_item") == base.watermark("fct_orders") == naive("2025-01-11 10:00")
     assert base.watermark("fct_order_item") == naive("2025-01-11 10:00")
 
 

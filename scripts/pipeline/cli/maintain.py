@@ -1,4 +1,5 @@
-"""`pipeline maintain`: compact small files and expire snapshots, keeping every backfill reversible."""
+"""`pipeline maintain`: compact small files, expire snapshots and remove orphan files, keeping every
+backfill reversible."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pipeline.cli import command, console
 
 
 def register(group: click.Group) -> None:
-    @command(group, "maintain", short_help="Compact small files, expire snapshots, keep backfills reversible.")
+    @command(group, "maintain", short_help="Compact small files, expire snapshots, remove orphan files, keep backfills reversible.")
     @click.option("--tables", metavar="T",
                   help="schema.table names, space or comma separated. Default: every Iceberg table of the raw "
                        "and marts schemas, and the change records' tables (control.*__changes).")
@@ -17,9 +18,13 @@ def register(group: click.Group) -> None:
                   help="Expire snapshots older than N days; -1 expires nothing.")
     @click.option("--retain-last", type=int, default=5, show_default=True, metavar="N",
                   help="Always keep the newest N snapshots of each table.")
-    def maintain(tables: str | None, no_compact: bool, expire_days: int, retain_last: int) -> int:
-        """Compact small files (Iceberg rewrite_data_files) and expire snapshots older than
-        --expire-days (expire_snapshots) of the raw and mart tables and the change records'.
+    @click.option("--orphan-days", type=int, default=3, show_default=True, metavar="N",
+                  help="Remove the files under a table's folder that no snapshot references and older than N "
+                       "days (what a failed write left); -1 removes none.")
+    def maintain(tables: str | None, no_compact: bool, expire_days: int, retain_last: int, orphan_days: int) -> int:
+        """Compact small files (Iceberg rewrite_data_files), expire snapshots older than
+        --expire-days (expire_snapshots) and remove orphan files older than --orphan-days
+        (remove_orphan_files) of the raw and mart tables and the change records'.
         Without --tables, first delete the change records no reader will read again (older
         than --expire-days and than every reader's last run). Tables held by a running backfill
         are skipped; snapshots a published backfill's rollback still needs are kept."""
@@ -33,9 +38,11 @@ def register(group: click.Group) -> None:
         out = console()
         names = [t for t in re.split(r"[\s,]+", tables or "") if t]
         bad = [t for t in names if not TABLE_NAME.fullmatch(t)]
-        if bad or expire_days < -1 or retain_last < 1:
+        if bad or expire_days < -1 or retain_last < 1 or orphan_days == 0 or orphan_days < -1:
             problem = (f"--tables {bad[0]!r} is not a schema.table name" if bad else
-                       "--expire-days must be -1 or more" if expire_days < -1 else "--retain-last must be at least 1")
+                       "--expire-days must be -1 or more" if expire_days < -1 else
+                       "--orphan-days must be -1 or at least 1 (Iceberg removes no orphan file younger than a day)"
+                       if orphan_days == 0 or orphan_days < -1 else "--retain-last must be at least 1")
             out.print(f"[red]refused:[/] {problem}")
             return 2
         from pipeline.engine import get_engine
@@ -54,18 +61,20 @@ def register(group: click.Group) -> None:
                 expired_records = expire_change_records(engine, keep=timedelta(days=expire_days))
             results = run_maintenance(engine, names or None, compact=not no_compact,
                                       expire_older_than=None if expire_days < 0 else timedelta(days=expire_days),
-                                      retain_last=retain_last)
+                                      retain_last=retain_last,
+                                      orphans_older_than=None if orphan_days < 0 else timedelta(days=orphan_days))
         except ValueError as error:
             out.print(f"[red]refused:[/] {error}")
             return 2
         table = Table(title="maintenance")
         for column in ("table", "data files before", "after", "rewritten", "delete files before", "after",
-                       "snapshots expired", "note"):
+                       "snapshots expired", "orphan files removed", "note"):
             table.add_column(column)
         for r in results:
             note = r.skipped or (f"kept snapshots for rollback of {r.kept_for_rollback}" if r.kept_for_rollback else "")
             table.add_row(r.table, str(r.files_before), str(r.files_after), str(r.rewritten_files),
-                          str(r.delete_files_before), str(r.delete_files_after), str(r.expired_snapshots), note)
+                          str(r.delete_files_before), str(r.delete_files_after), str(r.expired_snapshots),
+                          str(r.removed_orphan_files), note)
         out.print(table)
         if expired_records:
             records = Table(title="change records (what models of the kind changed, for their readers)")
