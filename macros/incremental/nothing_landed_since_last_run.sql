@@ -1,18 +1,19 @@
 {#- True when this daily run of the model can change nothing: every input of the model is a
     landed source or an Iceberg table (input_relations), no source has a version landed after
     the model's landing bound (incremental_landed_bound: its last committed run's start, less
-    the overlap margin) and no table has a snapshot committed after it. Such a model's run
-    reads as changes only versions landed after that bound, and its tables read as they did in
-    that run, so its scope is empty: guarded_merge_sql then stages no source and runs no MERGE,
+    the overlap margin) and no table changed after it (a metadata file written: every commit,
+    and a branch published or a rollback, which move the table to an older snapshot, too).
+    Such a model's run reads as changes only versions landed after that bound, and its tables
+    read as they did in that run, so its scope is empty: guarded_merge_sql then stages no source and runs no MERGE,
     and advance_watermark records nothing (the watermark cannot move, and the next run's
     landing bound may stay the older start: nothing landed in between). At 20M lines,
     dim_customer and dim_product spent about 11 s of a daily run on which only orders had
     landed, finding nothing to merge; a model that joins a seed to a source re-read the seed
     and committed a watermark on every run (about 1.5 s of an idle run of the examples).
-    A snapshot of any kind counts (compaction, a seed loaded again unchanged): the run is then
-    made as usual, which is only slower. False (run as usual) on a full build, a backfill, a
-    dual run, without a recorded start, and for a model with another input (a view's table
-    not of Iceberg, vars only: a calendar). -#}
+    A change of any kind counts (compaction, a property, a seed loaded again unchanged): the run
+    is then made as usual, which is only slower. False (run as usual) on a full build, a
+    backfill, a dual run, without a recorded start, and for a model with another input (a
+    table not of Iceberg; vars only: a calendar). -#}
 {% macro nothing_landed_since_last_run() %}
     {% if not execute or not backfill_safe.is_incremental_run()
         or backfill_safe.backfill_window() is not none
@@ -39,10 +40,11 @@
         {% do probes.append("(select 1 as landed from " ~ source(src.source_name, src.name)
             ~ " where _loaded_at > " ~ bound ~ " limit 1)") %}
     {% endfor %}
-    {#- a table's snapshots are its metadata: no data file is read -#}
+    {#- a table's metadata log, not its snapshots: a publish fast-forwards to a snapshot
+        committed before the bound; no data file is read -#}
     {% for relation in inputs.tables %}
-        {% do probes.append("(select 1 as landed from " ~ relation ~ ".snapshots"
-            ~ " where committed_at > " ~ bound ~ " limit 1)") %}
+        {% do probes.append("(select 1 as landed from " ~ relation ~ ".metadata_log_entries"
+            ~ " where timestamp > " ~ bound ~ " limit 1)") %}
     {% endfor %}
     {#- memoized: the MERGE and the post-hook get the same answer -#}
     {% set landed = backfill_safe.memoized_rows(
@@ -52,8 +54,8 @@
 
 {#- What a node reads, directly or through views and ephemeral models: {'sources': the
     landed sources (each declares a `_loaded_at` column), 'tables': the relations of the seeds,
-    snapshots and models materialized as tables of file format iceberg (their snapshots tell
-    when they last changed)}; none when any input is something else (a source without
+    snapshots and models materialized as tables of file format iceberg (their metadata log
+    tells when they last changed)}; none when any input is something else (a source without
     `_loaded_at`, a table not of Iceberg), or when it reads nothing at all. -#}
 {% macro input_relations(unique_id) %}
     {% set found = {'sources': [], 'tables': []} %}
