@@ -37,8 +37,9 @@
     {% if bound is none %}
         {{ return('true') }}
     {% endif %}
-    {#- nothing landed in any of the model's inputs since: nor in this source (the answer is
-        memoized, and the materialization asks it before anything else of the run) -#}
+    {#- the model's run is idle (nothing landed in its inputs since, or for a model over models,
+        nothing changed upstream): its select is not run, so no probe of this source either (the
+        answer is memoized, and the materialization asks it before anything else of the run) -#}
     {% if backfill_safe.nothing_landed_since_last_run() %}
         {{ return('false') }}
     {% endif %}

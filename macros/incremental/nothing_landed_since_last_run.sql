@@ -11,7 +11,9 @@
     landed, finding nothing to merge; a model that joins a seed to a source re-read the seed
     and committed a watermark on every run (about 1.5 s of an idle run of the examples).
     A change of any kind counts (compaction, a property, a seed loaded again unchanged): the run
-    is then made as usual, which is only slower. False (run as usual) on a full build, a
+    is then made as usual, which is only slower. Vars and the clock are not inputs: a model
+    whose rows depend on them beside its inputs is idle when only they change (as a model over
+    sources always was); `--full-refresh` rebuilds it. False (run as usual) on a full build, a
     backfill, a dual run, without a recorded start, and for a model with another input (a
     table not of Iceberg; vars only: a calendar). -#}
 {% macro nothing_landed_since_last_run() %}

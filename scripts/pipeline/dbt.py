@@ -8,6 +8,7 @@ invocation after the first costs about 3 s.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -215,19 +216,34 @@ def _parse_state(args: list[str]) -> Iterator[None]:
     current = target / PARTIAL_PARSE_FILE
     states = target / "partial_parse"
     saved = states / f"{_parse_key(args)}.msgpack"
-    if saved.exists():
-        shutil.copyfile(saved, current)
+    try:
+        if saved.exists():
+            _copy(saved, current)
+    except OSError:
+        pass  # only a cost: dbt reads what is there, or parses in full
     before = _stamp(current)
     try:
         yield
     finally:
-        if _stamp(current) not in (None, before):  # dbt wrote a new state (it skips the write when nothing changed)
-            states.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(current, saved)
-            for old in sorted(states.glob("*.msgpack"), key=lambda f: f.stat().st_mtime_ns)[:-PARSE_STATES_KEPT]:
-                old.unlink(missing_ok=True)
-        elif saved.exists():
-            saved.touch()  # used: kept among the latest
+        # bookkeeping only: whatever fails here must not fail the invocation that succeeded
+        try:
+            if _stamp(current) not in (None, before):  # dbt wrote a new state (not when nothing changed)
+                states.mkdir(parents=True, exist_ok=True)
+                _copy(current, saved)
+                kept = sorted(((f.stat().st_mtime_ns, f) for f in states.glob("*.msgpack")), reverse=True)
+                for _, old in kept[PARSE_STATES_KEPT:]:
+                    old.unlink(missing_ok=True)
+            elif saved.exists():
+                os.utime(saved)  # used: kept among the latest
+        except OSError:
+            pass
+
+
+def _copy(source: Path, dest: Path) -> None:
+    """Copied whole or not at all (a reader never sees half a file)."""
+    partial = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    shutil.copyfile(source, partial)
+    os.replace(partial, dest)
 
 
 _PERIOD_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}

@@ -39,8 +39,9 @@ public class NioLocalFileSystem extends LocalFileSystem {
     /**
      * A full disk, simulated for the tests: while this JVM system property names a folder (an
      * absolute path), creating a file under it fails with "No space left on device" once
-     * DISK_FULL_AFTER_FILES (default 0) files were created there since the folder was named.
-     * Unset, nothing changes but one property read per file created.
+     * DISK_FULL_AFTER_FILES (default 0) files were created there since the folder was named
+     * (a file created while the property is unset restarts the count). Unset, nothing changes
+     * but one property read per file created.
      */
     public static final String DISK_FULL_UNDER = "backfill_safe.disk_full_under";
     public static final String DISK_FULL_AFTER_FILES = "backfill_safe.disk_full_after_files";
@@ -49,7 +50,14 @@ public class NioLocalFileSystem extends LocalFileSystem {
 
     private static void checkSpace(Path p) throws IOException {
       String under = System.getProperty(DISK_FULL_UNDER);
-      if (under == null || under.isEmpty() || !p.toUri().getPath().startsWith(under)) {
+      if (under == null || under.isEmpty()) {
+        synchronized (Raw.class) {
+          countedUnder = null; // cleared: the next folder named counts from 0 again
+        }
+        return;
+      }
+      String folder = under.endsWith("/") ? under : under + "/";
+      if (!p.toUri().getPath().startsWith(folder)) {
         return;
       }
       synchronized (Raw.class) {
