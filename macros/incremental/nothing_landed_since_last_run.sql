@@ -4,12 +4,13 @@
     the overlap margin) and no table changed after it (a metadata file written: every commit,
     and a branch published or a rollback, which move the table to an older snapshot, too).
     Such a model's run reads as changes only versions landed after that bound, and its tables
-    read as they did in that run, so its scope is empty: guarded_merge_sql then stages no source and runs no MERGE,
-    and advance_watermark records nothing (the watermark cannot move, and the next run's
-    landing bound may stay the older start: nothing landed in between). At 20M lines,
-    dim_customer and dim_product spent about 11 s of a daily run on which only orders had
-    landed, finding nothing to merge; a model that joins a seed to a source re-read the seed
-    and committed a watermark on every run (about 1.5 s of an idle run of the examples).
+    read as they did in that run, so its scope is empty: guarded_merge_sql then stages no
+    source and runs no MERGE, and advance_watermark records nothing (the watermark cannot move,
+    and the next run's landing bound may stay the older start: nothing landed in between).
+    At 20M lines, dim_customer and dim_product spent about 11 s of a daily run on which only
+    orders had landed, finding nothing to merge; a model that joins a seed to a source re-read
+    the seed and committed a watermark on every run (about 1.5 s of an idle run of the
+    examples).
     A change of any kind counts (compaction, a property, a seed loaded again unchanged): the run
     is then made as usual, which is only slower. Vars and the clock are not inputs: a model
     whose rows depend on them beside its inputs is idle when only they change (as a model over
