@@ -126,3 +126,31 @@ def unreflected_changes_relation() -> str:
     except KeyError:
         schema = "audit"
     return f"{schema}.audit_unreflected_changes"
+
+
+def code_fingerprint(model_names: list[str]) -> dict:
+    """What a backfill plan records of the code it was planned on: each model's file checksum
+    (dbt's, of its SQL) for the models named and every model they read, directly or not; one
+    sha256 over the macros of the project and of the framework's package (their SQL); and one of
+    dbt_project.yml (its vars steer the models)."""
+    import hashlib
+
+    manifest = _manifest()
+    by_name = {n["name"]: i for i, n in manifest["nodes"].items() if n["resource_type"] == "model"}
+    seen, stack = set(), [by_name[name] for name in model_names if name in by_name]
+    while stack:
+        node_id = stack.pop()
+        if node_id in seen or node_id not in manifest["nodes"]:
+            continue
+        seen.add(node_id)
+        stack.extend(manifest["nodes"][node_id].get("depends_on", {}).get("nodes", []))
+    models = {manifest["nodes"][i]["name"]: manifest["nodes"][i]["checksum"]["checksum"]
+              for i in sorted(seen) if manifest["nodes"][i]["resource_type"] in ("model", "seed", "snapshot")}
+    packages = {manifest["metadata"].get("project_name"), "backfill_safe"}
+    macros = hashlib.sha256()
+    for unique_id in sorted(manifest["macros"]):
+        macro = manifest["macros"][unique_id]
+        if macro.get("package_name") in packages:
+            macros.update(f"{unique_id}\0{macro.get('macro_sql', '')}\0".encode())
+    project = hashlib.sha256((paths.PROJECT_DIR / "dbt_project.yml").read_bytes()).hexdigest()
+    return {"models": dict(sorted(models.items())), "macros": macros.hexdigest(), "dbt_project": project}

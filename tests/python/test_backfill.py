@@ -22,6 +22,7 @@ from rich.console import Console
 from domains import SHOP_AGGREGATES, SHOP_FACTS, SHOP_ONLY, stale_aggregates
 from helpers import SHOP_MARTS, Warehouse, item
 from pipeline import cli, iceberg
+from pipeline.backfill import plan_file
 from pipeline.maintain import iceberg_tables
 from pipeline.backfill.control import Control
 from pipeline.backfill.runner import Backfill, BackfillRefused
@@ -269,6 +270,69 @@ def test_dry_run_writes_nothing(built: Warehouse):
     assert not iceberg.table_exists(built.spark, "control.backfill_runs")
 
 
+def test_a_reviewed_plan_is_applied_exactly_and_a_stale_one_is_refused(built: Warehouse, capsys, tmp_path: Path):
+    """`pipeline backfill --plan-out` writes a plan and runs nothing; `pipeline apply` refuses it
+    once the code in scope differs from what it was planned on (a plan made on another version of
+    fct_order_item: same fields, re-sealed), runs it when only the data moved (a daily run's
+    commit: a note), and the run records the plan; `status RUN_ID --plan-out` replays the run."""
+    plan = tmp_path / "repair.yml"
+    before = snapshots(built)
+    assert cli.main(["backfill", "--start", "2025-01-01", "--end", "2025-01-02", "--select", "fct_order_item",
+                     "--reason", "repair the corrections of 2025-01-01", "--plan-out", str(plan)]) == 0
+    assert snapshots(built) == before and not iceberg.table_exists(built.spark, "control.backfill_runs")
+    document = plan_file.load(plan)
+    assert document["kind"] == "backfill" and document["scope"]["windows"] == [
+        {"start": "2025-01-01", "end": "2025-01-02"}]
+    assert document["scope"]["models"] == ["agg_daily_revenue", "fct_order_item"]
+    assert {"fct_order_item", "stg_shop__order_items", "int_order_items__current_state"} <= set(
+        document["code"]["models"])
+    assert any(g.startswith("reconcile_daily_totals_fct_order_item") for g in document["gates"])
+    [lines] = [w for w in document["estimate"]["windows"] if w["model"] == "fct_order_item"]
+    assert lines["live_rows"] == built.rows("select count(*) from marts.fct_order_item"
+                                            " where order_date = date'2025-01-01'")[0][0] > 0
+    assert document["data"]["snapshots"]["marts.fct_order_item"] == before["marts.fct_order_item"]
+
+    # planned on another version of the model: refused, naming it; --replan writes the plan of now
+    other = tmp_path / "other.yml"
+    plan_file.dump({**document, "code": {**document["code"], "models": {
+        **document["code"]["models"], "fct_order_item": "0" * 64}}}, other)
+    capsys.readouterr()
+    assert cli.main(["apply", str(other)]) == 2
+    refused = " ".join(capsys.readouterr().out.split())
+    assert "is stale" in refused and "code.models.fct_order_item: its file changed" in refused, refused
+    assert snapshots(built) == before and not iceberg.table_exists(built.spark, "control.backfill_runs")
+    assert cli.main(["apply", "--replan", str(other)]) == 0
+    assert plan_file.load(other)["code"] == plan_file.load(plan)["code"]
+    assert snapshots(built) == before
+
+    # the data moved, the scope did not: applied, with a note; the run records the plan
+    built.spark.sql("update marts.fct_order_item set net_amount = net_amount where order_date = date'2025-01-02'")
+    capsys.readouterr()
+    assert cli.main(["apply", str(plan)]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "note: tables committed to since planning: marts.fct_order_item" in printed, printed
+    [run] = Control(built.spark).runs()
+    assert run.status == "published" and run.models == document["scope"]["models"]
+    assert [(str(w.window_start), str(w.window_end)) for w in Control(built.spark).windows(run.run_id)] == [
+        ("2025-01-01", "2025-01-02")]
+    recorded = Control(built.spark).plan(run.run_id)
+    assert (recorded.plan_hash, recorded.plan_file, recorded.plan) == (document["plan_hash"], str(plan),
+                                                                       plan.read_text())
+    for table in ("marts.fct_order_item",):
+        assert built.table(table) == full_refresh_result(built, table)
+    shown = Console(width=400, record=True, file=io.StringIO())
+    for table in runner(built).status(run.run_id):
+        shown.print(table)
+    assert f"{plan} (plan_hash {document['plan_hash']})" in shown.export_text()
+
+    replay = tmp_path / "replay.yml"
+    assert cli.main(["status", run.run_id, "--plan-out", str(replay)]) == 0
+    replayed = plan_file.load(replay)
+    assert replayed["parameters"]["windows"] == [{"start": "2025-01-01", "end": "2025-01-02"}]
+    assert replayed["scope"]["models"] == document["scope"]["models"]
+    assert replayed["reason"] == f"replay of {run.run_id}: repair the corrections of 2025-01-01"
+
+
 def test_dry_run_counts_the_live_rows_a_merge_on_read_merge_left_not_the_records_of_its_files(built: Warehouse):
     """The marts MERGE in merge-on-read mode: the rows a MERGE deletes or updates stay in their
     data files, marked by position delete files, so Iceberg's record_count counts rows no reader
@@ -352,7 +416,8 @@ def _exited_pid() -> int:
     return child.pid
 
 
-def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_dates(built: Warehouse, capsys):
+def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_dates(built: Warehouse, capsys,
+                                                                                  tmp_path: Path):
     # the three corrections of 2025-01-01 lines stamped before the window (module fixture) are
     # listed with their dates: the lines in fct_order_item, their orders' totals in fct_orders
     late = built.rows("select model_name, problem, restate_date from audit.audit_unreflected_changes")
@@ -430,20 +495,41 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
     revenue = next(i for i in downstream if i.model == "agg_daily_revenue")
     aggregates_before = {a.name: {r[0]: r for r in built.table(a.relation)} for a in SHOP_AGGREGATES}
 
-    # `pipeline restate` as a user runs it: the keys, the cost per date, then the restatement;
-    # its dry run first, which leaves no table behind
-    assert cli.main(["restate", "--dry-run"]) == 0
-    assert held_audits() == [held_audit]
+    # `pipeline restate` as a reviewed plan: the keys and the cost per date printed and written
+    # to a plan file, nothing run, no table left behind (a dry run prints the same)
+    plan = tmp_path / "restate.yml"
     capsys.readouterr()
-    assert cli.main(["restate", "--batch-days", "7", "--reason", "late corrections of 2025-01-01"]) == 0
+    assert cli.main(["restate", "--batch-days", "7", "--reason", "late corrections of 2025-01-01",
+                     "--plan-out", str(plan)]) == 0
     printed = capsys.readouterr().out
     assert "the cost of the missed window" in printed
     assert "reached through fct_order_item" in printed and "reached through fct_orders" in printed, printed
-    assert held_audits() == [held_audit]  # the command's own, dropped as its restatement started
     assert str(lines.restated[2]) in printed and str(orders.restated[2]) in printed, printed  # announced
+    assert held_audits() == [held_audit]
+    planned = plan_file.load(plan)
+    assert planned["kind"] == "restate" and planned["scope"]["late_keys"] == [
+        {"model": "fct_order_item", "problem": "stale", "keys": 3, "dates": "2025-01-01 .. 2025-01-01"},
+        {"model": "fct_orders", "problem": "stale", "keys": orders.keys, "dates": "2025-01-01 .. 2025-01-01"}]
+    assert {(c["model"], c["date"]) for c in planned["estimate"]["missed_window_cost"]} >= {
+        ("fct_order_item", "2025-01-01"), ("fct_orders", "2025-01-01")}
+    # a fourth late correction lands after the review: the plan no longer covers the late keys,
+    # refused with the difference; withdrawn (the raw table put back), the plan applies
+    raw = built.snapshot_id("raw.order_items")
+    line = built.rows("select order_id, order_item_id, product_id from staging.stg_shop__order_items"
+                      " where updated_at < timestamp'2025-01-01 12:00' and not is_deleted order by 1, 2 limit 4")[3]
+    built.land(order_items=[item(line.order_id, line.order_item_id, "2025-01-01 13:00", product_id=line.product_id,
+                                 quantity=30)])
+    assert cli.main(["apply", str(plan)]) == 2
+    refused = " ".join(capsys.readouterr().out.split())
+    assert "is stale" in refused and "scope.late_keys: planned only: {model: fct_order_item, problem: stale," \
+        " keys: 3" in refused, refused
+    assert not iceberg.table_exists(built.spark, "control.backfill_runs")  # refused before any run began
+    built.spark.sql(f"call spark_catalog.system.set_current_snapshot('raw.order_items', {raw})")
+    assert cli.main(["apply", str(plan)]) == 0
+    assert held_audits() == [held_audit]  # the command's own, dropped as its restatement started
     [(run_id, status)] = [(r.run_id, r.status) for r in built.rows(
         "select run_id, status from control.backfill_runs where reason = 'late corrections of 2025-01-01'")]
-    assert status == "published"
+    assert status == "published" and Control(built.spark).plan(run_id).plan_hash == planned["plan_hash"]
     for impact in late:  # what the dry run said the date would hold, it holds
         assert figures(impact.model, "2025-01-01", impact.figures) == impact.restated, impact
     # and the run keeps the cost per date: before, announced, after (pipeline status RUN_ID)

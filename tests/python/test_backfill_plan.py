@@ -137,3 +137,125 @@ def test_explain_never_shows_more_files_of_a_table_than_the_table_has():
     assert "30 of 33" in text and "largest of 3 scans; 70 planned over all" in text
     shares = [(int(part), int(whole)) for part, whole in re.findall(r"(\d+) of (\d+)", text.replace(",", ""))]
     assert shares and all(part <= whole for part, whole in shares), shares
+
+
+def _plan_document(**changes) -> dict:
+    """A backfill plan as the runner makes one (plan_document), by hand."""
+    document = {
+        "plan_version": 1, "kind": "backfill", "reason": "restate January after the price fix",
+        "planned_at": "2026-11-30T10:00:00+00:00",
+        "parameters": {"start": "2025-01-01", "end": "2025-01-15", "select": "fct_order_item", "batch_days": 7},
+        "scope": {"models": ["fct_order_item", "agg_daily_revenue"],
+                  "tables": ["marts.fct_order_item", "marts.agg_daily_revenue"],
+                  "windows": [{"start": "2025-01-01", "end": "2025-01-08"}, {"start": "2025-01-08", "end": "2025-01-15"}]},
+        "code": {"git_commit": "abc", "models": {"fct_order_item": "1" * 64, "stg_shop__orders": "2" * 64},
+                 "macros": "3" * 64, "dbt_project": "4" * 64},
+        "data": {"snapshots": {"marts.fct_order_item": 11, "raw.orders": 12}},
+        "estimate": {"windows": [{"window": "2025-01-01 .. 2025-01-08", "model": "fct_order_item", "partitions": 7,
+                                  "live_rows": 70, "data_files": 7, "bytes": 7000}]},
+        "gates": ["unique_fct_order_item_order_item_sk"],
+    }
+    for dotted, value in changes.items():
+        section, _, key = dotted.partition("__")
+        if key:
+            document[section] = {**document[section], key: value}
+        else:
+            document[section] = value
+    return document
+
+
+def test_a_plan_file_round_trips_and_its_hash_refuses_any_edit(tmp_path: Path):
+    from pipeline.backfill import plan_file
+
+    path = tmp_path / "january.yml"
+    text = plan_file.dump(_plan_document(), path)
+    assert text.startswith("# A backfill plan") and f"pipeline apply {path}" in text
+    loaded = plan_file.load(path)
+    assert loaded["scope"]["windows"][1] == {"start": "2025-01-08", "end": "2025-01-15"}  # dates stay text
+    assert loaded["plan_hash"] == plan_file.plan_hash(_plan_document())
+    path.write_text(text.replace("batch_days: 7", "batch_days: 3"))
+    with pytest.raises(PlanError, match="edited after planning"):
+        plan_file.load(path)
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"kind": "rebuild"}, "kind 'rebuild'"),
+    ({"plan_version": 2}, "plan_version 2"),
+    ({"reason": ""}, "reason: --reason is required"),
+    ({"parameters__start": "2025-01-01'; drop"}, "parameters.start must be a date"),
+    ({"parameters__select": "x;y"}, "--select 'x;y'"),
+    ({"parameters__batch_days": "7"}, "batch_days must be a number"),
+    ({"parameters__windows": [{"start": "2025-01-05", "end": "2025-01-06"}]}, "give parameters.windows or"),
+    ({"parameters": {"windows": [{"start": "2025-01-05", "end": "2025-01-03"}], "batch_days": 1}},
+     r"windows\[0\] \(2025-01-05 .. 2025-01-03\) is empty"),
+    ({"parameters__resume": "bf_x"}, "parameters.resume is not a parameter"),
+    ({"scope__models": []}, "scope.models"),
+])
+def test_a_plan_file_with_a_bad_field_is_refused_by_name(change: dict, message: str, tmp_path: Path):
+    from pipeline.backfill import plan_file
+
+    path = tmp_path / "bad.yml"
+    plan_file.dump(_plan_document(**change), path)  # sealed: only the field is wrong
+    with pytest.raises(PlanError, match=message) as refused:
+        plan_file.load(path)
+    assert str(path) in str(refused.value)
+
+
+def test_a_stale_plan_names_each_difference_of_scope_and_code_and_moved_data_only_as_notes():
+    from pipeline.backfill import plan_file
+
+    planned = _plan_document()
+    same_scope = _plan_document(data__snapshots={"marts.fct_order_item": 15, "raw.orders": 12},
+                                code__git_commit="def")
+    assert plan_file.differences(planned, same_scope) == []
+    assert plan_file.notes(planned, same_scope) == [
+        "the project is at commit def, planned at abc (the models and macros in scope are unchanged)",
+        "tables committed to since planning: marts.fct_order_item"]
+    now = _plan_document(
+        scope__models=["fct_order_item", "agg_daily_revenue", "agg_customer_orders"],
+        scope__windows=[{"start": "2025-01-01", "end": "2025-01-08"}],
+        code__models={"fct_order_item": "9" * 64, "stg_shop__orders": "2" * 64, "dim_channel": "5" * 64},
+        code__macros="8" * 64)
+    assert plan_file.differences(planned, now) == [
+        "scope.models: now only: agg_customer_orders",
+        "scope.windows: planned only: {start: 2025-01-08, end: 2025-01-15}",
+        "code.models.dim_channel: added",
+        "code.models.fct_order_item: its file changed",
+        "code.macros: changed (333333333333 -> 888888888888)"]
+
+
+def test_apply_refuses_a_plan_file_before_spark_starts(tmp_path: Path, capsys, monkeypatch):
+    """An edited plan, a missing one, two at once, and --plan-out with --resume: refused by name,
+    exit 2, nothing started. `apply --check` of a sound plan beside one naming a model the
+    project does not have: refused too."""
+    from pipeline import cli
+    from pipeline.backfill import plan_file
+
+    monkeypatch.setenv("PIPELINE_STATE_DIR", str(tmp_path / "state"))
+    sound, edited, unknown = tmp_path / "sound.yml", tmp_path / "edited.yml", tmp_path / "unknown.yml"
+    plan_file.dump(_plan_document(), sound)
+    edited.write_text(sound.read_text().replace("2025-01-15", "2025-02-15"))
+    plan_file.dump(_plan_document(scope__models=["fct_order_item", "fct_refunds"]), unknown)
+    for args, message in [(("apply", str(edited)), "edited after planning"),
+                          (("apply", str(tmp_path / "missing.yml")), "cannot read the plan"),
+                          (("backfill", "--resume", "bf_20251122_101010_abcdef", "--plan-out", str(sound)),
+                           "--plan-out plans a new backfill"),
+                          (("apply", str(sound), str(edited)), "one plan at a time"),
+                          (("apply", "--check", str(sound), str(unknown)), "fct_refunds is not a model")]:
+        assert cli.main(list(args)) == 2, args
+        printed = " ".join(capsys.readouterr().out.split())
+        assert "refused" in printed and message in printed, (args, printed)
+        assert not (tmp_path / "state" / "metastore_db").exists()  # Spark never started
+    assert cli.main(["apply", "--check", str(sound)]) == 0
+    assert f"ok {sound}: backfill, 2 windows" in capsys.readouterr().out
+
+
+def test_the_projects_checked_in_plans_are_sound_and_name_its_models():
+    """The reviewed plans of backfill_plans/ (written by --plan-out, never edited): each loads, its
+    hash holds, and every model it names is a model of the project (`pipeline apply --check`, as
+    a team's CI runs it over its folder of plans)."""
+    from pipeline import cli
+
+    plans = sorted((PROJECT / "backfill_plans").glob("*.yml"))
+    assert plans, "backfill_plans/ holds the examples' reviewed plan"
+    assert cli.main(["apply", "--check", *map(str, plans)]) == 0

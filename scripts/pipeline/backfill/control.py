@@ -12,6 +12,8 @@
 - backfill_date_figures: per restatement (`pipeline restate`), model, event date and figure
   (rows, each declared measure): the value before, the value its dry run announced, and the
   value the published table holds: what the missed window cost and what the restatement changed.
+- backfill_plans: per run applied from a plan file (`pipeline apply`): the plan's hash, its path
+  and its whole text, so the run's scope, code and estimate as reviewed stay with the run.
 - backfill_gate_results: per run and data test of the gate (run on the branches before
   publishing): the model it tests, its status and failing rows; the reconciliation's failures are
   the run's mismatch count (pipeline.metrics).
@@ -45,6 +47,8 @@ _DDL = {
         run_id string, model_name string, event_date date, figure string, late_keys int,
         before_value decimal(38, 6), announced_value decimal(38, 6), after_value decimal(38, 6),
         recorded_at timestamp""",
+    "backfill_plans": """
+        run_id string, plan_hash string, plan_file string, plan string, recorded_at timestamp""",
     "backfill_gate_results": """
         run_id string, data_test string, generic_test string, model_name string, status string, failures bigint,
         recorded_at timestamp""",
@@ -188,6 +192,17 @@ class Control:
     def table_published(self, run_id: str, table: str, pre: int, published: int) -> None:
         self._sql(f"update {SCHEMA}.backfill_tables set pre_publish_snapshot_id = :pre, published_snapshot_id = :pub"
                   " where run_id = :run_id and table_name = :t", pre=pre, pub=published, run_id=run_id, t=table)
+
+    # -- the plan a run was applied from -------------------------------------------------------
+    def record_plan(self, run_id: str, plan_hash: str, plan_file: str, plan: str) -> None:
+        self._sql(f"insert into {SCHEMA}.backfill_plans values (:run_id, :hash, :file, :plan, current_timestamp())",
+                  run_id=run_id, hash=plan_hash, file=plan_file, plan=plan)
+
+    def plan(self, run_id: str):
+        """The plan a run was applied from (plan_hash, plan_file, plan), or None."""
+        rows = self._read("backfill_plans", f"select * from {SCHEMA}.backfill_plans where run_id = :run_id",
+                          run_id=run_id)
+        return rows[0] if rows else None
 
     # -- a restatement's figures per date ---------------------------------------------------------
     def record_date_figures(self, run_id: str, rows: list[tuple]) -> None:

@@ -34,7 +34,7 @@ from pipeline.backfill import plan as planning
 from pipeline.backfill.control import SCHEMA, Control, Run
 from pipeline.dbt import Dbt
 from pipeline.engine import Sql, ThriftSql
-from pipeline.manifest import IncrementalModel, incremental_models, unreflected_changes_relation
+from pipeline.manifest import IncrementalModel, code_fingerprint, incremental_models, unreflected_changes_relation
 
 
 class _Heartbeat:
@@ -120,6 +120,13 @@ def _span(first: date | None, last: date | None, count: int) -> str:
     return (str(first) if first == last else f"{first} .. {last}") + f" ({count})"
 
 
+def _plain(value: object) -> object:
+    """A figure as a plan file holds it: a Decimal as its text, the rest as is."""
+    from decimal import Decimal
+
+    return f"{value.normalize():f}" if isinstance(value, Decimal) else value
+
+
 def max_batch_days() -> int:
     """var backfill_max_batch_days of the project (default 31)."""
     try:
@@ -178,6 +185,65 @@ class Backfill:
         windows = planning.windows(first, last, batch_days, max_batch_days())
         models = self._models_in_scope(selectors)
         return Plan(first, last, batch_days, " ".join(selectors) or "(all)", models, windows)
+
+    def plan_windows(self, windows: list[tuple[date, date]], select: str | None) -> Plan:
+        """A backfill of given windows (a recorded run's, replayed from its plan): each at most
+        var backfill_max_batch_days long, the models selected and what is downstream of them."""
+        longest = max((end - start).days for start, end in windows)
+        if longest > max_batch_days():
+            raise planning.PlanError(f"a window of {longest} days is longer than the project var "
+                                     f"backfill_max_batch_days ({max_batch_days()})")
+        selectors = planning.parse_selectors(select)
+        models = self._models_in_scope(selectors)
+        return Plan(windows[0][0], windows[-1][1], longest, " ".join(selectors) or "(all)", models,
+                    [planning.Window(n, start, end) for n, (start, end) in enumerate(windows)])
+
+    def plan_document(self, plan: Plan, kind: str, reason: str, parameters: dict,
+                      impacts: list[DateImpact] | None = None) -> dict:
+        """What `--plan-out` writes (pipeline.backfill.plan_file): the plan's scope, the code and
+        data it was made on, its estimate (dry_run's figures) and its gates (the data tests run on
+        the branches). A restatement's scope also holds its late keys per model (the held audit's
+        rows) and its estimate the cost of the missed window per date (`impacts`)."""
+        names = [m.name for m in plan.models]
+        scope: dict = {"models": names, "tables": [m.relation for m in plan.models],
+                       "windows": [{"start": str(w.start), "end": str(w.end)} for w in plan.windows]}
+        if kind == "restate":
+            scope["late_keys"] = self._late_key_counts(parameters.get("select"))
+        figures = {model.name: self._in_window(model, plan.windows) for model in plan.models}
+        estimate: dict = {"windows": [
+            {"window": f"{w.start} .. {w.end}", "model": m.name,
+             **dict(zip(("partitions", "live_rows", "data_files", "bytes"), figures[m.name][w.index]))}
+            for w in plan.windows for m in plan.models]}
+        sources = sorted({relation for model in plan.models for relation in model.sources})
+        estimate["source_records_read_per_window"] = sum(self._metadata_totals(s)[1] for s in sources)
+        if impacts:
+            estimate["missed_window_cost"] = [
+                {"model": i.model, "date": None if i.event_date is None else str(i.event_date), "late_keys": i.keys,
+                 "figures": {name: {"held": _plain(held), "restated": None if i.restated is None else _plain(after)}
+                             for name, held, after in zip(i.figures, i.held, i.restated or (None,) * len(i.held))}}
+                for i in impacts]
+        return {
+            "plan_version": 1, "kind": kind, "reason": planning.check_reason(reason),
+            "planned_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "parameters": parameters, "scope": scope,
+            "code": {"git_commit": git_commit(), **code_fingerprint(names)},
+            "data": {"snapshots": {t: iceberg.current_snapshot_id(self.spark, t)
+                                   for t in sorted({*scope["tables"], *sources})}},
+            "estimate": estimate,
+            "gates": sorted(self.dbt.ls("--resource-type", "test", "--select", *names)),
+        }
+
+    def _late_key_counts(self, select: str | None) -> list[dict]:
+        """Per model and problem of the held audit (restate_plan's): the late keys and their
+        dates, what a restatement's scope is made of."""
+        wanted = {s.strip("+") for s in planning.parse_selectors(select)}
+        rows = self.spark.sql(
+            f"select model_name, problem, count(distinct unique_key) as keys, min(restate_date) as first_date,"
+            f" max(restate_date) as last_date from {self._audit()} group by model_name, problem"
+            f" order by model_name, problem").collect()
+        return [{"model": r.model_name, "problem": r.problem, "keys": int(r.keys),
+                 "dates": f"{r.first_date} .. {r.last_date}"}
+                for r in rows if not wanted or r.model_name in wanted]
 
     def restate_plan(self, select: str | None, batch_days: int) -> Plan | None:
         """A backfill of exactly the order dates of the rows that arrived after their
@@ -482,13 +548,14 @@ class Backfill:
         return [DateImpact(model.name, row[0], int(row[1]), list(row[2] or []), names,
                            tuple(0 if v is None else v for v in row[3:]), None, reached.via) for row in rows]
 
-    def restate(self, plan: Plan, reason: str, impacts: list[DateImpact]) -> str:
+    def restate(self, plan: Plan, reason: str, impacts: list[DateImpact],
+                applied: tuple[str, str, str] | None = None) -> str:
         """Run a restatement (restate_plan) through the backfill machinery, and keep its cost per
         date: before it starts, each late date's figures as held and as announced (`impacts`:
         restate_impact's, which the caller has just shown; figuring them costs a read of the
         audit view and of each late date); once published, as the table holds them, in
         control.backfill_date_figures (shown by `pipeline status RUN_ID`)."""
-        run_id = self.start(plan, reason)
+        run_id = self.start(plan, reason, applied)
         if self.status_of(run_id) != "published":
             return run_id
         rows = []
@@ -642,7 +709,9 @@ class Backfill:
                 "backfill_safe in search_order: docs/guides/adopt-the-framework.md); without it they would "
                 "read the published tables. Add the block, then start the backfill again")
 
-    def start(self, plan: Plan, reason: str) -> str:
+    def start(self, plan: Plan, reason: str, applied: tuple[str, str, str] | None = None) -> str:
+        """Start a backfill of `plan`; `applied`: the plan file it was applied from (its hash, path
+        and text), recorded with the run."""
         reason = planning.check_reason(reason)
         self.release_audit()  # the restatement's plan is made: its audit rows are not read again
         self._refuse_ungated_cluster()
@@ -655,6 +724,8 @@ class Backfill:
         # windows, then tables with their base snapshots, then (in _execute) the branches: a run
         # interrupted before its tables are recorded has written nothing anywhere
         control.add_windows(run_id, plan.windows)
+        if applied is not None:
+            control.record_plan(run_id, *applied)
         control.add_tables(run_id, run_id, {m.relation: iceberg.current_snapshot_id(self.spark, m.relation)
                                             for m in plan.models})
         self.console.print(f"backfill [bold]{run_id}[/]: {len(plan.windows)} windows, models {', '.join(m.name for m in plan.models)}")
@@ -927,6 +998,11 @@ class Backfill:
         for table in control.tables(run_id):
             self.spark.sql(f"alter table {table.table_name} drop branch if exists {run_id}")
 
+    def recorded(self, run_id: str) -> tuple[Run, list[planning.Window]]:
+        """A recorded run and its windows, to replay it (`pipeline status RUN_ID --plan-out`)."""
+        control, run = self._open(run_id)
+        return run, [planning.Window(w.window_index, w.window_start, w.window_end) for w in control.windows(run_id)]
+
     def status_of(self, run_id: str) -> str:
         return self._run(Control(self.spark), run_id).status
 
@@ -948,6 +1024,9 @@ class Backfill:
         for name in ("start_date", "end_date", "batch_days", "selection", "models", "reason", "git_commit",
                      "owner", "created_at", "heartbeat_at", "finished_at", "message"):
             head.add_row(name, str(getattr(run, name)))
+        recorded = control.plan(run.run_id)
+        head.add_row("plan", f"{recorded.plan_file} (plan_hash {recorded.plan_hash})" if recorded else
+                     "none (started from the command line)")
         windows = Table(title="windows")
         for column in ("#", "range", "status", "started", "finished", "rows added/deleted per table"):
             windows.add_column(column)

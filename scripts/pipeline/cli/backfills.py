@@ -1,4 +1,4 @@
-"""`pipeline backfill | restate | status | rollback`: windowed, isolated, reversible rewrites of history.
+"""`pipeline backfill | restate | apply | status | rollback`: windowed, isolated, reversible rewrites of history.
 
 Everything from the command line is checked (dates, selectors, run ids, the reason) before Spark
 or dbt starts. Refusals (`PlanError`, `BackfillRefused`) exit 2, a dbt failure exits 1 (`refusing`).
@@ -10,6 +10,9 @@ import click
 
 from pipeline.cli import command, refusing
 
+_plan_out = click.option("--plan-out", metavar="FILE", type=click.Path(dir_okay=False, writable=True),
+                         help="Write the plan (scope, code, data, estimate, gates; YAML) to FILE for review, and "
+                              "run nothing: `pipeline apply FILE` runs exactly it. Needs --reason.")
 _reason = click.option("--reason", metavar="TEXT",
                        help="Why history is rewritten; required unless --dry-run, recorded with the run.")
 
@@ -51,8 +54,9 @@ def register(group: click.Group) -> None:
     @click.option("--resume", metavar="RUN_ID",
                   help="Continue an interrupted or failed run after its last finished window.")
     @click.option("--abandon", metavar="RUN_ID", help="Drop an unpublished run's branches and release its lock.")
+    @_plan_out
     @refusing(_refusals)
-    def backfill(start, end, select, batch_days, reason, dry_run, resume, abandon, out) -> int:
+    def backfill(start, end, select, batch_days, reason, dry_run, resume, abandon, plan_out, out) -> int:
         """Restate the models' rows whose event date is in [--start, --end): one `dbt run --vars` per
         window of at most --batch-days days, all writes on an Iceberg branch per table, data tests on
         the branches, then every table published at once (or none). Checkpointed (--resume),
@@ -67,12 +71,15 @@ def register(group: click.Group) -> None:
                 # and ignoring the flag would do for real what was asked as a rehearsal
                 raise PlanError("--dry-run plans a new backfill (--start/--end); it cannot be combined "
                                 f"with {'--resume' if resume else '--abandon'}")
+            if plan_out:
+                raise PlanError("--plan-out plans a new backfill (--start/--end); it cannot be combined "
+                                f"with {'--resume' if resume else '--abandon'}")
             check_run_id(resume or abandon)
         else:
             parse_date(start, "--start")
             parse_date(end, "--end")
             parse_selectors(select)
-            if not dry_run:
+            if not dry_run or plan_out:
                 check_reason(reason)
         runner = _runner(out)
         if abandon:
@@ -82,6 +89,9 @@ def register(group: click.Group) -> None:
         if resume:
             return _show_run(runner, out, runner.resume(resume))
         plan = runner.plan(start, end, select, batch_days)
+        if plan_out:
+            parameters = {"start": start, "end": end, "select": select, "batch_days": batch_days}
+            return _write_plan(out, runner, plan, plan_out, runner.plan_document(plan, "backfill", reason, parameters))
         if dry_run:
             out.print(runner.dry_run(plan))
             return 0
@@ -97,8 +107,9 @@ def register(group: click.Group) -> None:
     @click.option("--dry-run", is_flag=True,
                   help="Print the keys per model and why, the missed window's cost, the dates and windows; "
                        "write nothing.")
+    @_plan_out
     @refusing(_refusals)
-    def restate(select, batch_days, reason, dry_run, out) -> int:
+    def restate(select, batch_days, reason, dry_run, plan_out, out) -> int:
         """Backfill only the event dates of rows that arrived after their restatement window. Reads
         audit_unreflected_changes (keys whose current source state is not in the mart and that the
         next daily run will not pick up, within var restatement_horizon_days of the watermark) and
@@ -107,28 +118,112 @@ def register(group: click.Group) -> None:
         from pipeline.backfill.plan import check_reason, parse_selectors
 
         parse_selectors(select)
-        if not dry_run:
+        if not dry_run or plan_out:
             check_reason(reason)
         runner = _runner(out)
         restatement = runner.restate_plan(select, batch_days)
         try:
-            return _restate(runner, out, restatement, select, reason, dry_run)
+            if plan_out and restatement is not None:
+                impacts = runner.restate_impact(select)
+                out.print(runner.restate_keys(select))
+                out.print(runner.impact_table(impacts))
+                document = runner.plan_document(restatement, "restate", reason,
+                                                {"select": select, "batch_days": batch_days}, impacts)
+                return _write_plan(out, runner, restatement, plan_out, document)
+            return _restate(runner, out, restatement, select, reason, dry_run or bool(plan_out))
         finally:
             runner.release_audit()  # the audit's rows restate_plan held (start drops them first)
 
+    @command(group, "apply", short_help="Run exactly a reviewed plan file (written by --plan-out).")
+    @click.argument("plan_files", metavar="PLAN...", nargs=-1, required=True, type=click.Path(dir_okay=False))
+    @click.option("--replan", is_flag=True,
+                  help="When the plan is stale, write the plan made now over PLAN (for another review) "
+                       "instead of refusing; run nothing.")
+    @click.option("--check", is_flag=True,
+                  help="Only check the files (fields, hash, parameters, every model a model of the project), "
+                       "without Spark: for CI over a folder of plans. Runs nothing.")
+    @refusing(_refusals)
+    def apply(plan_files, replan, check, out) -> int:
+        """Run the backfill or restatement of PLAN exactly: its hash is checked (a plan edited after
+        planning is refused), the plan is made again from its parameters on the code and data of now,
+        and a different scope (models, tables, windows, a restatement's late keys) or different code
+        (a model in scope or what it reads, the macros, dbt_project.yml) is refused with the difference.
+        Tables committed to since planning are shown and do not stop it. The run records the plan
+        (pipeline status RUN_ID)."""
+        from pathlib import Path
+
+        from pipeline.backfill import plan_file as plans
+        from pipeline.backfill.plan import PlanError
+
+        if check:
+            return _check_plans(out, [Path(f) for f in plan_files])
+        if len(plan_files) != 1:
+            raise PlanError("apply runs one plan at a time (several only with --check)")
+        path = Path(plan_files[0])
+        planned = plans.load(path)
+        runner = _runner(out)
+        parameters = planned["parameters"]
+        impacts = None
+        if planned["kind"] == "backfill":
+            if parameters.get("windows") is not None:
+                plan = runner.plan_windows(plans.window_list(parameters["windows"]), parameters.get("select"))
+            else:
+                plan = runner.plan(parameters["start"], parameters["end"], parameters.get("select"),
+                                   parameters["batch_days"])
+        else:
+            plan = runner.restate_plan(parameters.get("select"), parameters["batch_days"])
+            if plan is None:
+                raise _stale(path, ["scope: nothing to restate now (every late change planned is in the "
+                                    "marts, or was restated since)"])
+            impacts = runner.restate_impact(parameters.get("select"))
+        try:
+            now = runner.plan_document(plan, planned["kind"], planned["reason"], parameters, impacts)
+            stale = plans.differences(planned, now)
+            if stale and replan:
+                plans.dump(now, path)
+                out.print(f"{path}: re-planned, nothing run; review the difference, then apply it:", markup=False)
+                for line in stale:
+                    out.print(f"  {line}", markup=False, highlight=False)
+                return 0
+            if stale:
+                raise _stale(path, stale)
+            for line in plans.notes(planned, now):
+                out.print(f"note: {line}", markup=False, highlight=False)
+            applied = (planned["plan_hash"], str(path), path.read_text())
+            out.print(f"applying {path} (plan_hash {planned['plan_hash'][:12]}): {len(plan.windows)} windows, "
+                      f"models {', '.join(m.name for m in plan.models)}", markup=False, highlight=False)
+            if impacts is not None:
+                return _show_run(runner, out, runner.restate(plan, planned["reason"], impacts, applied))
+            return _show_run(runner, out, runner.start(plan, planned["reason"], applied))
+        finally:
+            runner.release_audit()
+
     @command(group, "status", short_help="List backfill runs and model metrics, or show one run.")
     @click.argument("run_id", required=False)
+    @click.option("--plan-out", metavar="FILE", type=click.Path(dir_okay=False, writable=True),
+                  help="With RUN_ID: write a plan that replays the run (its windows and models, planned now on "
+                       "the current code) to FILE, for review and `pipeline apply`.")
     @refusing(_refusals)
-    def status(run_id, out) -> int:
+    def status(run_id, plan_out, out) -> int:
         """List backfill runs and each model's minimal metrics, then each volume_within_band test
         that cannot fire at its table's current volume and why, and every model whose watermark
         is ahead of its loadable data (the data test no_watermark_drift's rows); or, given RUN_ID
-        (bf_...), one run's parameters, windows and tables."""
-        from pipeline.backfill.plan import check_run_id
+        (bf_...), one run's parameters, windows, tables and the plan it was applied from; with
+        --plan-out, a plan replaying that run."""
+        from pipeline.backfill.plan import PlanError, check_run_id
 
+        if plan_out and not run_id:
+            raise PlanError("--plan-out replays one run: give its RUN_ID")
         if run_id:
             check_run_id(run_id)
         runner = _runner(out)
+        if plan_out:
+            run, windows = runner.recorded(run_id)
+            parameters = {"windows": [{"start": str(w.start), "end": str(w.end)} for w in windows],
+                          "select": " ".join(run.models), "batch_days": run.batch_days}
+            plan = runner.plan_windows([(w.start, w.end) for w in windows], parameters["select"])
+            document = runner.plan_document(plan, "backfill", f"replay of {run_id}: {run.reason}"[:500], parameters)
+            return _write_plan(out, runner, plan, plan_out, document)
         for table in runner.status(run_id):
             out.print(table)
         if not run_id:
@@ -158,6 +253,49 @@ def register(group: click.Group) -> None:
         _runner(out).rollback(run_id)
         out.print(f"rolled back {run_id}")
         return 0
+
+
+def _write_plan(out, runner, plan, path: str, document: dict) -> int:
+    """Print the plan's windows and estimate (the dry run's table), write the plan file."""
+    from pathlib import Path
+
+    from pipeline.backfill import plan_file as plans
+
+    out.print(runner.dry_run(plan))
+    plans.dump(document, Path(path))
+    out.print(f"wrote the plan to {path}: review it, then `pipeline apply {path}`", markup=False, highlight=False)
+    return 0
+
+
+def _check_plans(out, files) -> int:
+    """`apply --check`: each file loads (fields, hash, parameters) and names models of the project
+    only (dbt's manifest, parsed without Spark). A failing file is a refusal naming it."""
+    import json
+
+    from pipeline import paths
+    from pipeline.backfill import plan_file as plans
+    from pipeline.backfill.plan import PlanError
+    from pipeline.dbt import parse_project
+
+    documents = [(path, plans.load(path)) for path in files]
+    parse_project()
+    manifest = json.loads((paths.target_dir() / "manifest.json").read_text())
+    models = {n["name"] for n in manifest["nodes"].values() if n["resource_type"] == "model"}
+    for path, document in documents:
+        unknown = plans.unresolved(document, models)
+        if unknown:
+            raise PlanError(f"{path}: {', '.join(unknown)} is not a model of the project")
+        out.print(f"ok {path}: {document['kind']}, {len(document['scope']['windows'])} windows, "
+                  f"models {', '.join(document['scope']['models'])}", markup=False, highlight=False)
+    return 0
+
+
+def _stale(path, differences: list[str]):
+    from pipeline.backfill.runner import BackfillRefused
+
+    return BackfillRefused(f"{path} is stale: a plan made now differs from it, so nothing ran:\n"
+                           + "\n".join(f"  {line}" for line in differences)
+                           + f"\nplan again and have it reviewed (`pipeline apply --replan {path}` writes the new plan)")
 
 
 def _restate(runner, out, restatement, select: str | None, reason: str | None, dry_run: bool) -> int:
