@@ -7,6 +7,7 @@ miss the daily run cannot see): a backfill of that range is what repairs them.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -325,6 +326,19 @@ def test_a_reviewed_plan_is_applied_exactly_and_a_stale_one_is_refused(built: Wa
         shown.print(table)
     assert f"{plan} (plan_hash {document['plan_hash']})" in shown.export_text()
 
+    # its version note: why, from which plan, the rows each table gained and lost; then undone
+    [stats] = [json.loads(w.table_stats) for w in Control(built.spark).windows(run.run_id)]
+    capsys.readouterr()
+    assert cli.main(["changelog"]) == 0
+    note = capsys.readouterr().out
+    assert f"{run.run_id} published" in note and "repair the corrections of 2025-01-01" in note, note
+    assert f"plan {plan} (plan_hash {document['plan_hash'][:12]})" in note, note
+    fact = stats["marts.fct_order_item"]
+    assert f"marts.fct_order_item +{fact['added']}/-{fact['deleted']}" in note and fact["added"] > 0, note
+    runner(built).rollback(run.run_id)
+    assert cli.main(["changelog"]) == 0
+    assert f"{run.run_id} rolled_back" in capsys.readouterr().out
+
     replay = tmp_path / "replay.yml"
     assert cli.main(["status", run.run_id, "--plan-out", str(replay)]) == 0
     replayed = plan_file.load(replay)
@@ -507,9 +521,14 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
     assert str(lines.restated[2]) in printed and str(orders.restated[2]) in printed, printed  # announced
     assert held_audits() == [held_audit]
     planned = plan_file.load(plan)
+    late_keys = {model: sorted(r.unique_key for r in built.rows(  # as the test's own held audit has them
+        f"select distinct unique_key from {backfill._held_audit} where model_name = '{model}'"))
+        for model in ("fct_order_item", "fct_orders")}
     assert planned["kind"] == "restate" and planned["scope"]["late_keys"] == [
-        {"model": "fct_order_item", "problem": "stale", "keys": 3, "dates": "2025-01-01 .. 2025-01-01"},
-        {"model": "fct_orders", "problem": "stale", "keys": orders.keys, "dates": "2025-01-01 .. 2025-01-01"}]
+        {"model": "fct_order_item", "problem": "stale", "keys": 3, "dates": "2025-01-01 .. 2025-01-01",
+         "keys_sha256": hashlib.sha256(",".join(late_keys["fct_order_item"]).encode()).hexdigest()},
+        {"model": "fct_orders", "problem": "stale", "keys": orders.keys, "dates": "2025-01-01 .. 2025-01-01",
+         "keys_sha256": hashlib.sha256(",".join(late_keys["fct_orders"]).encode()).hexdigest()}]
     assert {(c["model"], c["date"]) for c in planned["estimate"]["missed_window_cost"]} >= {
         ("fct_order_item", "2025-01-01"), ("fct_orders", "2025-01-01")}
     # a fourth late correction lands after the review: the plan no longer covers the late keys,
@@ -556,6 +575,11 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
     for table in backfill.status(run_id):
         shown.print(table)
     assert "the cost of the missed window" in shown.export_text()
+    capsys.readouterr()
+    assert cli.main(["changelog"]) == 0  # the version note: each date's figures before -> after
+    note = capsys.readouterr().out
+    assert f"{run_id} published" in note and f"plan {plan} (plan_hash {planned['plan_hash'][:12]})" in note, note
+    assert f"fct_order_item 2025-01-01 quantity: {lines.held[1]} -> {lines.restated[1]}" in note, note
 
     for table in ("marts.fct_order_item", "marts.fct_orders"):
         assert built.table(table) == full_refresh_result(built, table), table

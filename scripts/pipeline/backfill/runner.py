@@ -234,15 +234,17 @@ class Backfill:
         }
 
     def _late_key_counts(self, select: str | None) -> list[dict]:
-        """Per model and problem of the held audit (restate_plan's): the late keys and their
-        dates, what a restatement's scope is made of."""
+        """Per model and problem of the held audit (restate_plan's): the late keys, their dates
+        and a sha256 of the keys themselves (one key traded for another is a different scope),
+        what a restatement's scope is made of."""
         wanted = {s.strip("+") for s in planning.parse_selectors(select)}
         rows = self.spark.sql(
             f"select model_name, problem, count(distinct unique_key) as keys, min(restate_date) as first_date,"
-            f" max(restate_date) as last_date from {self._audit()} group by model_name, problem"
-            f" order by model_name, problem").collect()
+            f" max(restate_date) as last_date,"
+            f" sha2(concat_ws(',', array_sort(collect_set(unique_key))), 256) as keys_sha256"
+            f" from {self._audit()} group by model_name, problem order by model_name, problem").collect()
         return [{"model": r.model_name, "problem": r.problem, "keys": int(r.keys),
-                 "dates": f"{r.first_date} .. {r.last_date}"}
+                 "dates": f"{r.first_date} .. {r.last_date}", "keys_sha256": r.keys_sha256}
                 for r in rows if not wanted or r.model_name in wanted]
 
     def restate_plan(self, select: str | None, batch_days: int) -> Plan | None:
@@ -1005,6 +1007,38 @@ class Backfill:
 
     def status_of(self, run_id: str) -> str:
         return self._run(Control(self.spark), run_id).status
+
+    # -- version notes -------------------------------------------------------------------------
+    def changelog(self, limit: int = 20) -> list[str]:
+        """The version notes of the latest `limit` published runs (rolled back ones too), newest
+        first: when, why, the plan file it was applied from, the dates and models, the rows each
+        table gained and lost, and for a restatement each date's figures before -> after. Read
+        from the control tables the run wrote; one line each, for a console or a release note."""
+        control = Control(self.spark)
+        runs = [r for r in reversed(control.runs()) if r.status in ("published", "rolled_back")][:limit]
+        lines: list[str] = []
+        for run in runs:
+            lines.append(f"{run.run_id} {run.status} {run.finished_at or '-'}: {run.reason}")
+            windows = control.windows(run.run_id)
+            lines.append(f"  event dates {run.start_date} .. {run.end_date} (end exclusive), {len(windows)} windows, "
+                         f"models {', '.join(run.models)}")
+            recorded = control.plan(run.run_id)
+            lines.append(f"  plan {recorded.plan_file} (plan_hash {recorded.plan_hash[:12]})" if recorded
+                         else "  plan: none (started from the command line)")
+            totals: dict[str, list[int]] = {}
+            for window in windows:
+                for table, stats in (json.loads(window.table_stats) if window.table_stats else {}).items():
+                    total = totals.setdefault(table, [0, 0])
+                    total[0] += int(stats.get("added", 0))
+                    total[1] += int(stats.get("deleted", 0))
+            lines.append("  rows: " + (", ".join(f"{table} +{added}/-{deleted}"
+                                                  for table, (added, deleted) in sorted(totals.items())) or "none"))
+            for f in control.date_figures(run.run_id):
+                before, after = (None if v is None else f"{v.normalize():f}" for v in (f.before_value, f.after_value))
+                lines.append(f"  {f.model_name} {f.event_date or 'all dates'} {f.figure}: {before} -> {after}")
+            if run.status == "rolled_back":
+                lines.append(f"  rolled back: {run.message}")
+        return lines
 
     # -- status --------------------------------------------------------------------------------
     def status(self, run_id: str | None = None) -> list[Table]:

@@ -4,6 +4,7 @@
     pipeline backfill | status | rollback   windowed, isolated, reversible backfills (see --help)
     pipeline restate [--select] --reason R  backfill only the dates of rows late beyond their window
     pipeline apply PLAN                     run exactly a reviewed plan (backfill|restate ... --plan-out)
+    pipeline changelog                      the version notes of published backfills
     pipeline compare MODEL                  dual run: full refresh in a scratch schema vs the incremental table
     pipeline explain MODEL...               what the next daily run of models will read, before it runs
     pipeline report [--out FILE]            the status page: one static HTML file
@@ -11,7 +12,7 @@
     pipeline cluster start|stop|status      the local Spark cluster + Thrift Server of the `cluster` target
     pipeline package-dir                    the folder of the framework's dbt package (for packages.yml)
 
-One module per command group: `land` (landing), `backfills` (backfill, restate, apply, status, rollback),
+One module per command group: `land` (landing), `backfills` (backfill, restate, apply, status, changelog, rollback),
 `inspection` (compare, explain, report), `maintain`, `cluster`, `package` (package-dir). Each
 module imports Spark, dbt and the product's modules that start Spark or dbt only inside its
 commands, after the command line is checked.
@@ -40,6 +41,7 @@ EXIT_CODES = {
              "(the plan file unreadable, edited after planning or stale: its scope or code differs from a plan "
              "made now; or a backfill refusal)",
     "status": "0 shown, or a replay plan written; 2 a malformed or unknown run id",
+    "changelog": "0 listed",
     "rollback": "0 rolled back; 2 refused (the run is not published, or a table's main moved since)",
     "compare": "0 equal; 1 any difference, or dbt failed; 2 refused (not a model of the kind, no table, "
                "bad scratch schema, unrouted dual run, different columns)",

@@ -1,4 +1,4 @@
-"""`pipeline backfill | restate | apply | status | rollback`: windowed, isolated, reversible rewrites of history.
+"""`pipeline backfill | restate | apply | status | changelog | rollback`: windowed, isolated, reversible rewrites of history.
 
 Everything from the command line is checked (dates, selectors, run ids, the reason) before Spark
 or dbt starts. Refusals (`PlanError`, `BackfillRefused`) exit 2, a dbt failure exits 1 (`refusing`).
@@ -240,6 +240,19 @@ def register(group: click.Group) -> None:
                       highlight=False)
             for line in drift:  # whole, not wrapped: the file path at its end is to copy
                 out.print(f"  {line.text()}", markup=False, highlight=False, soft_wrap=True)
+        return 0
+
+    @command(group, "changelog", short_help="The version notes of published backfills, newest first.")
+    @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True,
+                  help="How many of the latest published (or rolled back) runs.")
+    @refusing(_refusals)
+    def changelog(limit, out) -> int:
+        """One version note per published backfill or restatement, newest first: when and why, the
+        plan file it was applied from, its event dates and models, the rows each table gained and
+        lost, a restatement's figures per date before -> after, and whether it was rolled back."""
+        lines = _runner(out).changelog(limit)
+        for line in lines or ["no published backfill yet"]:
+            out.print(line, markup=False, highlight=False, soft_wrap=True)
         return 0
 
     @command(group, "rollback", short_help="Restore a published backfill's tables to before it.")
