@@ -129,23 +129,36 @@ def unreflected_changes_relation() -> str:
 
 
 def code_fingerprint(model_names: list[str]) -> dict:
-    """What a backfill plan records of the code it was planned on: each model's file checksum
-    (dbt's, of its SQL) for the models named and every model they read, directly or not; one
-    sha256 over the macros of the project and of the framework's package (their SQL); and one of
-    dbt_project.yml (its vars steer the models)."""
+    """What a backfill plan records of the code it was planned on: for the models named and every
+    model, seed, snapshot and source they read, directly or not, a sha256 of its SQL (dbt's file
+    checksum) and of its configuration and columns from the ymls (unique_key, partitioning, the
+    framework's declaration in meta, a source's contract); one sha256 over the macros of the
+    project and of the framework's package (their SQL); and one of dbt_project.yml (its vars
+    steer the models). The gates (data tests) are recorded apart, in the plan's `gates`."""
     import hashlib
 
     manifest = _manifest()
+    nodes = {**manifest["nodes"], **manifest["sources"]}
     by_name = {n["name"]: i for i, n in manifest["nodes"].items() if n["resource_type"] == "model"}
     seen, stack = set(), [by_name[name] for name in model_names if name in by_name]
     while stack:
         node_id = stack.pop()
-        if node_id in seen or node_id not in manifest["nodes"]:
+        if node_id in seen or node_id not in nodes:
             continue
         seen.add(node_id)
-        stack.extend(manifest["nodes"][node_id].get("depends_on", {}).get("nodes", []))
-    models = {manifest["nodes"][i]["name"]: manifest["nodes"][i]["checksum"]["checksum"]
-              for i in sorted(seen) if manifest["nodes"][i]["resource_type"] in ("model", "seed", "snapshot")}
+        stack.extend(nodes[node_id].get("depends_on", {}).get("nodes", []))
+
+    def digest(node: dict) -> str:
+        columns = {name: {k: column.get(k) for k in ("data_type", "constraints", "meta", "quote")}
+                   for name, column in sorted((node.get("columns") or {}).items())}
+        shape = {"sql": (node.get("checksum") or {}).get("checksum"), "config": node.get("config"),
+                 "columns": columns, "relation": node.get("relation_name"), "meta": node.get("meta"),
+                 "loaded_at_field": node.get("loaded_at_field")}
+        return hashlib.sha256(json.dumps(shape, sort_keys=True, default=str).encode()).hexdigest()
+
+    models = {(nodes[i]["name"] if i in manifest["nodes"] else f"source:{nodes[i]['source_name']}.{nodes[i]['name']}"):
+              digest(nodes[i]) for i in sorted(seen)
+              if i in manifest["sources"] or nodes[i]["resource_type"] in ("model", "seed", "snapshot")}
     packages = {manifest["metadata"].get("project_name"), "backfill_safe"}
     macros = hashlib.sha256()
     for unique_id in sorted(manifest["macros"]):

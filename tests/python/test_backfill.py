@@ -300,11 +300,15 @@ def test_a_reviewed_plan_is_applied_exactly_and_a_stale_one_is_refused(built: Wa
     capsys.readouterr()
     assert cli.main(["apply", str(other)]) == 2
     refused = " ".join(capsys.readouterr().out.split())
-    assert "is stale" in refused and "code.models.fct_order_item: its file changed" in refused, refused
+    assert "is stale" in refused and "code.models.fct_order_item: its SQL or its configuration changed" in refused, \
+        refused
     assert snapshots(built) == before and not iceberg.table_exists(built.spark, "control.backfill_runs")
     assert cli.main(["apply", "--replan", str(other)]) == 0
     assert plan_file.load(other)["code"] == plan_file.load(plan)["code"]
-    assert snapshots(built) == before
+    capsys.readouterr()
+    assert cli.main(["apply", "--replan", str(plan)]) == 0  # not stale: said so, nothing run
+    assert f"{plan}: unchanged" in capsys.readouterr().out
+    assert snapshots(built) == before and not iceberg.table_exists(built.spark, "control.backfill_runs")
 
     # the data moved, the scope did not: applied, with a note; the run records the plan
     built.spark.sql("update marts.fct_order_item set net_amount = net_amount where order_date = date'2025-01-02'")
@@ -543,6 +547,7 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
     assert "is stale" in refused and "scope.late_keys: planned only: {model: fct_order_item, problem: stale," \
         " keys: 3" in refused, refused
     assert not iceberg.table_exists(built.spark, "control.backfill_runs")  # refused before any run began
+    assert held_audits() == [held_audit]  # the refused apply's own held audit dropped
     built.spark.sql(f"call spark_catalog.system.set_current_snapshot('raw.order_items', {raw})")
     assert cli.main(["apply", str(plan)]) == 0
     assert held_audits() == [held_audit]  # the command's own, dropped as its restatement started

@@ -220,7 +220,7 @@ def test_a_stale_plan_names_each_difference_of_scope_and_code_and_moved_data_onl
         "scope.models: now only: agg_customer_orders",
         "scope.windows: planned only: {start: 2025-01-08, end: 2025-01-15}",
         "code.models.dim_channel: added",
-        "code.models.fct_order_item: its file changed",
+        "code.models.fct_order_item: its SQL or its configuration changed",
         "code.macros: changed (333333333333 -> 888888888888)"]
 
 
@@ -259,3 +259,67 @@ def test_the_projects_checked_in_plans_are_sound_and_name_its_models():
     plans = sorted((PROJECT / "backfill_plans").glob("*.yml"))
     assert plans, "backfill_plans/ holds the examples' reviewed plan"
     assert cli.main(["apply", "--check", *map(str, plans)]) == 0
+
+
+def test_a_plan_keeps_any_reason_text_and_refuses_values_no_plan_writes(tmp_path: Path):
+    """Unicode in the reason round-trips with its hash; a line separator YAML would not keep is
+    refused at planning; a date left unquoted by a formatter, a file not UTF-8: refused by name,
+    not a traceback."""
+    from pipeline.backfill import plan_file
+
+    path = tmp_path / "unicode.yml"
+    reason = "Preisfehler behoben — été 日本 📈, tab\there"
+    plan_file.dump(_plan_document(reason=reason), path)
+    assert plan_file.load(path)["reason"] == reason
+    for control in ("\u0085", "\u2028", "\x7f"):
+        with pytest.raises(PlanError, match="control characters"):
+            check_reason("fix" + control.encode().decode("unicode_escape") + "x")
+    unquoted = tmp_path / "unquoted.yml"
+    unquoted.write_text(path.read_text().replace("start: '2025-01-01'", "start: 2025-01-01", 1))
+    with pytest.raises(PlanError, match="a field holds a value no plan writes"):
+        plan_file.load(unquoted)
+    latin = tmp_path / "latin.yml"
+    latin.write_bytes(path.read_text().encode("utf-8").replace(b"\xc3\xa9", b"\xe9"))
+    with pytest.raises(PlanError, match="not UTF-8"):
+        plan_file.load(latin)
+
+
+def test_a_gate_added_or_dropped_since_planning_makes_the_plan_stale():
+    from pipeline.backfill import plan_file
+
+    now = _plan_document(gates=["not_null_fct_order_item_order_date"])
+    assert plan_file.differences(_plan_document(), now) == [
+        "gates: planned only: unique_fct_order_item_order_item_sk; now only: not_null_fct_order_item_order_date"]
+
+
+def test_the_code_a_plan_records_changes_with_a_models_yml_not_only_its_sql(monkeypatch):
+    """A model's declaration lives in the ymls (unique_key, meta.backfill_safe, partitioning):
+    editing it there, SQL unchanged, is different code for a plan; so is a source's contract."""
+    import copy
+
+    from pipeline import manifest as manifests
+
+    base = {
+        "metadata": {"project_name": "team"},
+        "nodes": {
+            "model.team.fct": {"name": "fct", "resource_type": "model", "checksum": {"checksum": "s1"},
+                               "config": {"unique_key": "id", "meta": {"backfill_safe": {"event_date": "d"}}},
+                               "columns": {}, "depends_on": {"nodes": ["source.team.raw.t"]}},
+        },
+        "sources": {"source.team.raw.t": {"name": "t", "source_name": "raw", "resource_type": "source",
+                                          "config": {}, "columns": {"id": {"data_type": "bigint"}}}},
+        "macros": {},
+    }
+
+    def fingerprint(manifest: dict) -> dict:
+        monkeypatch.setattr(manifests, "_manifest", lambda: manifest)
+        return manifests.code_fingerprint(["fct"])["models"]
+
+    before = fingerprint(base)
+    assert set(before) == {"fct", "source:raw.t"}
+    declared = copy.deepcopy(base)
+    declared["nodes"]["model.team.fct"]["config"]["meta"]["backfill_safe"]["event_date"] = "other_date"
+    contract = copy.deepcopy(base)
+    contract["sources"]["source.team.raw.t"]["columns"]["id"]["data_type"] = "string"
+    assert fingerprint(declared)["fct"] != before["fct"] and fingerprint(declared)["source:raw.t"] == before["source:raw.t"]
+    assert fingerprint(contract)["source:raw.t"] != before["source:raw.t"]

@@ -48,7 +48,7 @@ def check_reason(text: str | None) -> str:
         raise PlanError("--reason is required: say why history is rewritten (it is recorded)")
     if len(reason) > MAX_REASON:
         raise PlanError(f"--reason is longer than {MAX_REASON} characters")
-    if any(ord(ch) < 32 and ch not in "\t" for ch in reason):
+    if any(ord(ch) < 32 and ch != "\t" or 0x7f <= ord(ch) < 0xa0 or ch in "\u2028\u2029" for ch in reason):
         raise PlanError("--reason contains control characters")
     return reason
 

@@ -63,14 +63,26 @@ def dump(document: dict, path: Path) -> str:
 def load(path: Path) -> dict:
     """A plan file, parsed and checked: its fields, kind, version, parameters and hash. PlanError
     naming the file and the field otherwise."""
+    return load_with_text(path)[0]
+
+
+def load_with_text(path: Path) -> tuple[dict, str]:
+    """load(), and the file's text as it was checked (what a run records)."""
     import yaml
 
     try:
-        document = yaml.safe_load(path.read_text())
+        text = path.read_text(encoding="utf-8")
+        document = yaml.safe_load(text)
     except OSError as error:
         raise PlanError(f"{path}: cannot read the plan ({error.strerror or error})") from error
+    except UnicodeDecodeError as error:
+        raise PlanError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from error
     except yaml.YAMLError as error:
         raise PlanError(f"{path}: not a YAML plan ({error})") from error
+    return _checked(document, path), text
+
+
+def _checked(document: object, path: Path) -> dict:
     if not isinstance(document, dict):
         raise PlanError(f"{path}: not a plan (a mapping of {', '.join(SECTIONS)}, plan_hash)")
     missing = [k for k in (*SECTIONS, "plan_hash") if k not in document]
@@ -83,7 +95,15 @@ def load(path: Path) -> dict:
         raise PlanError(f"{path}: plan_version {document['plan_version']!r}; this version reads {PLAN_VERSION}")
     if document["kind"] not in KINDS:
         raise PlanError(f"{path}: kind {document['kind']!r} is not one of {', '.join(KINDS)}")
-    if document["plan_hash"] != plan_hash(document):
+    for name in ("reason", "planned_at", "plan_hash"):
+        if not isinstance(document[name], str):
+            raise PlanError(f"{path}: {name} must be text (quoted), got {document[name]!r}")
+    try:
+        sealed_with = plan_hash(document)
+    except (TypeError, ValueError) as error:  # a value YAML read as a date, a key not text
+        raise PlanError(f"{path}: a field holds a value no plan writes ({error}): the plan was edited after "
+                        "planning") from error
+    if document["plan_hash"] != sealed_with:
         raise PlanError(f"{path}: plan_hash does not match its fields: the plan was edited after planning. "
                         "Plan again (pipeline backfill|restate ... --plan-out) and have it reviewed")
     try:
@@ -94,8 +114,14 @@ def load(path: Path) -> dict:
     for section in ("scope", "code", "data", "estimate"):
         if not isinstance(document[section], dict):
             raise PlanError(f"{path}: {section} is not a mapping")
-    if not isinstance(document["scope"].get("models"), list) or not document["scope"]["models"]:
+    scope, code = document["scope"], document["code"]
+    if not isinstance(scope.get("models"), list) or not scope["models"] \
+            or not all(isinstance(m, str) for m in scope["models"]):
         raise PlanError(f"{path}: scope.models is not a list of models")
+    if not isinstance(scope.get("windows"), list) or not scope["windows"]:
+        raise PlanError(f"{path}: scope.windows is not a list of windows")
+    if not isinstance(code.get("models"), dict) or not isinstance(document["gates"], list):
+        raise PlanError(f"{path}: code.models is not a mapping or gates not a list")
     return document
 
 
@@ -112,6 +138,8 @@ def parameters(document: dict, path: Path | str = "plan") -> dict:
         raise PlanError(f"{path}: parameters.{unknown[0]} is not a parameter of a {document['kind']} plan")
     try:
         if given.get("select") is not None:
+            if not isinstance(given["select"], str):
+                raise PlanError(f"parameters.select must be text, got {given['select']!r}")
             parse_selectors(given["select"])
         if not isinstance(given.get("batch_days"), int):
             raise PlanError(f"parameters.batch_days must be a number of days, got {given.get('batch_days')!r}")
@@ -146,20 +174,26 @@ def window_list(windows: object) -> list[tuple[date, date]]:
 
 
 def differences(planned: dict, now: dict) -> list[str]:
-    """What makes a plan stale: its scope (models, tables, windows, a restatement's late keys)
-    or its code (model files, macros, dbt_project.yml) differs from a plan made now with the same
-    parameters. One line per difference, for a reviewer."""
+    """What makes a plan stale: its scope (models, tables, windows, a restatement's late keys),
+    its gates (the data tests) or its code (each model's SQL and configuration, the macros,
+    dbt_project.yml) differs from a plan made now with the same parameters. One line per
+    difference, for a reviewer."""
     lines = []
     for key in sorted(set(planned["scope"]) | set(now["scope"])):
         before, after = planned["scope"].get(key), now["scope"].get(key)
         if before != after:
             lines.append(f"scope.{key}: {_change(before, after)}")
+    gone = sorted(set(planned["gates"]) - set(now["gates"]))
+    added = sorted(set(now["gates"]) - set(planned["gates"]))
+    if gone or added:  # the data tests the branches must pass before publishing
+        lines.append("gates: " + "; ".join(part for part in (f"planned only: {', '.join(gone)}" * bool(gone),
+                                                            f"now only: {', '.join(added)}" * bool(added)) if part))
     code_before, code_after = planned["code"], now["code"]
     models_before, models_after = code_before.get("models") or {}, code_after.get("models") or {}
     for name in sorted(set(models_before) | set(models_after)):
         if models_before.get(name) != models_after.get(name):
             what = ("added" if name not in models_before else "removed" if name not in models_after
-                    else "its file changed")
+                    else "its SQL or its configuration changed")
             lines.append(f"code.models.{name}: {what}")
     for key in ("macros", "dbt_project"):
         if code_before.get(key) != code_after.get(key):

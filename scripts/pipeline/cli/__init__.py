@@ -69,17 +69,19 @@ def refusing(refusals: Callable[[], tuple[type[Exception], ...]]):
     def decorate(body: Callable[..., int]) -> Callable[..., int]:
         @functools.wraps(body)
         def run(*args, **kwargs) -> int:
+            from rich.markup import escape
+
             from pipeline.dbt import DbtError
 
             refused = refusals()
             out = kwargs["out"] = console()
             try:
                 return body(*args, **kwargs)
-            except refused as error:
-                out.print(f"[red]refused:[/] {error}")
+            except refused as error:  # the message may hold a user's path or text: not markup
+                out.print(f"[red]refused:[/] {escape(str(error))}")
                 return 2
             except DbtError as error:
-                out.print(f"[red]failed:[/] {error}")
+                out.print(f"[red]failed:[/] {escape(str(error))}")
                 return 1
 
         return run

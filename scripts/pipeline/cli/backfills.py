@@ -137,8 +137,8 @@ def register(group: click.Group) -> None:
     @command(group, "apply", short_help="Run exactly a reviewed plan file (written by --plan-out).")
     @click.argument("plan_files", metavar="PLAN...", nargs=-1, required=True, type=click.Path(dir_okay=False))
     @click.option("--replan", is_flag=True,
-                  help="When the plan is stale, write the plan made now over PLAN (for another review) "
-                       "instead of refusing; run nothing.")
+                  help="Run nothing: when the plan is stale, write the plan made now over PLAN (for another "
+                       "review); when it is not, say so.")
     @click.option("--check", is_flag=True,
                   help="Only check the files (fields, hash, parameters, every model a model of the project), "
                        "without Spark: for CI over a folder of plans. Runs nothing.")
@@ -160,26 +160,30 @@ def register(group: click.Group) -> None:
         if len(plan_files) != 1:
             raise PlanError("apply runs one plan at a time (several only with --check)")
         path = Path(plan_files[0])
-        planned = plans.load(path)
+        planned, text = plans.load_with_text(path)
         runner = _runner(out)
         parameters = planned["parameters"]
         impacts = None
-        if planned["kind"] == "backfill":
-            if parameters.get("windows") is not None:
-                plan = runner.plan_windows(plans.window_list(parameters["windows"]), parameters.get("select"))
+        try:  # restate_plan holds the audit's rows: released however this ends
+            if planned["kind"] == "backfill":
+                if parameters.get("windows") is not None:
+                    plan = runner.plan_windows(plans.window_list(parameters["windows"]), parameters.get("select"))
+                else:
+                    plan = runner.plan(parameters["start"], parameters["end"], parameters.get("select"),
+                                       parameters["batch_days"])
             else:
-                plan = runner.plan(parameters["start"], parameters["end"], parameters.get("select"),
-                                   parameters["batch_days"])
-        else:
-            plan = runner.restate_plan(parameters.get("select"), parameters["batch_days"])
-            if plan is None:
-                raise _stale(path, ["scope: nothing to restate now (every late change planned is in the "
-                                    "marts, or was restated since)"])
-            impacts = runner.restate_impact(parameters.get("select"))
-        try:
+                plan = runner.restate_plan(parameters.get("select"), parameters["batch_days"])
+                if plan is None:
+                    raise _stale(path, ["scope: nothing to restate now (every late change planned is in the "
+                                        "marts, or was restated since)"])
+                impacts = runner.restate_impact(parameters.get("select"))
             now = runner.plan_document(plan, planned["kind"], planned["reason"], parameters, impacts)
             stale = plans.differences(planned, now)
-            if stale and replan:
+            if replan:  # never runs anything: a re-plan is reviewed before it is applied
+                if not stale:
+                    out.print(f"{path}: unchanged (a plan made now has the same scope, gates and code); "
+                              "nothing run", markup=False, highlight=False)
+                    return 0
                 plans.dump(now, path)
                 out.print(f"{path}: re-planned, nothing run; review the difference, then apply it:", markup=False)
                 for line in stale:
@@ -189,7 +193,7 @@ def register(group: click.Group) -> None:
                 raise _stale(path, stale)
             for line in plans.notes(planned, now):
                 out.print(f"note: {line}", markup=False, highlight=False)
-            applied = (planned["plan_hash"], str(path), path.read_text())
+            applied = (planned["plan_hash"], str(path), text)
             out.print(f"applying {path} (plan_hash {planned['plan_hash'][:12]}): {len(plan.windows)} windows, "
                       f"models {', '.join(m.name for m in plan.models)}", markup=False, highlight=False)
             if impacts is not None:
@@ -219,6 +223,8 @@ def register(group: click.Group) -> None:
         runner = _runner(out)
         if plan_out:
             run, windows = runner.recorded(run_id)
+            if not windows:
+                raise PlanError(f"run {run_id} recorded no windows (interrupted while starting): nothing to replay")
             parameters = {"windows": [{"start": str(w.start), "end": str(w.end)} for w in windows],
                           "select": " ".join(run.models), "batch_days": run.batch_days}
             plan = runner.plan_windows([(w.start, w.end) for w in windows], parameters["select"])
