@@ -146,8 +146,9 @@ def register(group: click.Group) -> None:
     def apply(plan_files, replan, check, out) -> int:
         """Run the backfill or restatement of PLAN exactly: its hash is checked (a plan edited after
         planning is refused), the plan is made again from its parameters on the code and data of now,
-        and a different scope (models, tables, windows, a restatement's late keys) or different code
-        (a model in scope or what it reads, the macros, dbt_project.yml) is refused with the difference.
+        and a different scope (models, tables, windows, a restatement's late keys), different gates
+        (data tests) or different code (the SQL or yml configuration of a model in scope or of what
+        it reads, the macros, dbt_project.yml) is refused with the difference.
         Tables committed to since planning are shown and do not stop it. The run records the plan
         (pipeline status RUN_ID)."""
         from pathlib import Path
