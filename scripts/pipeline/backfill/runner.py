@@ -1034,8 +1034,8 @@ class Backfill:
             lines.append("  rows: " + (", ".join(f"{table} +{added}/-{deleted}"
                                                   for table, (added, deleted) in sorted(totals.items())) or "none"))
             for f in control.date_figures(run.run_id):
-                before, after = (None if v is None else f"{v.normalize():f}" for v in (f.before_value, f.after_value))
-                lines.append(f"  {f.model_name} {f.event_date or 'all dates'} {f.figure}: {before} -> {after}")
+                lines.append(f"  {f.model_name} {f.event_date or 'all dates'} {f.figure}: {_plain(f.before_value)} -> "
+                             f"{_plain(f.after_value)}")
             if run.status == "rolled_back":
                 lines.append(f"  rolled back: {run.message}")
         return lines
