@@ -32,6 +32,10 @@ from helpers import (SHOP_MARTS, Warehouse, customer, item, last_invocation_stat
                      shared_scope_views, ts)
 from pipeline import iceberg
 
+# a module with a build of its own: scripts/test.sh runs it in the second process, beside the
+# main one, to even the two processes' time
+pytestmark = pytest.mark.beside
+
 FACT = "marts.fct_order_item"
 MARTS = tuple(f"marts.{name}" for name in SHOP_MARTS)
 
