@@ -1,5 +1,7 @@
 {#- on-run-end: keeps the view `<audit_schema>.audit_unreflected_changes` (var audit_schema,
-    default audit): unreflected_changes of every declared model (declared_models), one union.
+    default audit): unreflected_changes of every declared model (declared_models), one union,
+    each row flagged beyond_restatement_window against its model's restatement window
+    (restatement_window_days): `pipeline restate` holds those until they are signed off.
     The framework keeps this view, not a model file, so a new declared model joins it without
     any edit: a model reading every declared model would have to name each of them (a
     `-- depends_on:` line) for dbt to run it after them, and dbt knows no graph while it parses.
@@ -83,18 +85,20 @@
                 ~ " cast(null as timestamp) as source_updated_at,"
                 ~ " cast(null as timestamp) as loaded_updated_at,"
                 ~ " cast(null as date) as event_date, cast(null as date) as loaded_event_date,"
-                ~ " cast(null as date) as restate_date") %}
+                ~ " cast(null as date) as restate_date,"
+                ~ " cast(null as int) as restatement_window_days,"
+                ~ " false as beyond_restatement_window") %}
         {% elif item.scope is not none and item.scope.models %}
             {% do parts.append("select * from (" ~ backfill_safe.unreflected_changes_over_models(
                 item.relation, item.current_state_relation, item.unique_key, item.name,
-                item.event_date, item.scope, horizon_days=var('restatement_horizon_days', 90),
-                columns=table_names
+                item.event_date, item.scope, columns=table_names,
+                window_days=item.restatement_window
             ) ~ ") as " ~ backfill_safe.validated_identifier(item.name)) %}
         {% else %}
             {% do parts.append("select * from (" ~ backfill_safe.unreflected_changes(
                 item.relation, item.current_state_relation, item.unique_key, item.lookback,
-                item.name, item.event_date, horizon_days=var('restatement_horizon_days', 90),
-                columns=table_names
+                item.name, item.event_date, columns=table_names,
+                window_days=item.restatement_window
             ) ~ ") as " ~ backfill_safe.validated_identifier(item.name)) %}
         {% endif %}
     {% endfor %}

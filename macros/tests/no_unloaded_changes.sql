@@ -5,7 +5,8 @@
     state but absent from the model, deleted there but present in the model, or present with
     any column that differs (macro unreflected_changes). The arguments default to the model's
     declaration (config.meta.backfill_safe: current_state, lookback, event_date; its
-    unique_key), so a declared model needs none. Fails with their count. -#}
+    unique_key), so a declared model needs none. Fails with their count. In a restatement's gate,
+    the dates it held beyond their restatement window are left out (gate_excluded_dates). -#}
 {% test no_unloaded_changes(model, expected_model=none, unique_key=none, domain=none,
                             date_column=none) %}
 {%- set declared = backfill_safe.declared_model_of(model) if execute else none %}
@@ -16,6 +17,7 @@
         ~ "so expected_model, unique_key, domain and date_column are all needed") }}
 {%- endif %}
 {%- set declared = declared or {} %}
+select * from (
 {%- if (declared.get('scope') or {}).get('models') %}
 {{ backfill_safe.unreflected_changes_over_models(model, declared.current_state_relation,
     declared.unique_key, model.identifier, declared.event_date, declared.scope) }}
@@ -29,4 +31,6 @@
     date_column or declared.get('event_date', 'placeholder_date'),
 ) }}
 {%- endif %}
+) as unreflected
+where {{ backfill_safe.gate_excluded_dates('unreflected.restate_date') }}
 {% endtest %}

@@ -3,7 +3,8 @@
     logic. Returns one row per date that differs, with both sides; rows without a date are one
     more group, compared like the others. The arguments default to the model's declaration
     (config.meta.backfill_safe: current_state, event_date, measures); `amount_column` names one
-    measure instead. -#}
+    measure instead. In a restatement's gate, the dates it held beyond their restatement window
+    are left out (gate_excluded_dates). -#}
 {% test reconcile_daily_totals(model, expected_model=none, date_column=none, amount_column=none) %}
 {%- set declared = (backfill_safe.declared_model_of(model) if execute else none) or {} %}
 {%- set expected_model = expected_model or declared.get('current_state_relation') %}
@@ -52,7 +53,10 @@ from expected
 full outer join actual
     -- null-safe: rows without a date on both sides agree, as any other date
     on expected.reconciled_date <=> actual.reconciled_date
-where not (
+where
+    {{ backfill_safe.gate_excluded_dates(
+        'coalesce(expected.reconciled_date, actual.reconciled_date)') }}
+    and not (
     coalesce(expected.row_count, 0) = coalesce(actual.row_count, 0)
     {%- for measure in measures %}
     and coalesce(expected.{{ measure }}, 0) = coalesce(actual.{{ measure }}, 0)

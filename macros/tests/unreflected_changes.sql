@@ -17,12 +17,16 @@
     after the window start and after the table's (a change inside the window not loaded yet:
     the next run recomputes the whole key, its late inputs too).
     `horizon_days` keeps only rows whose event date (current or loaded) is within that many days
-    of the watermark.
+    of the watermark. `window_days` (the model's restatement window, restatement_window_days)
+    flags the rows whose event dates, current and loaded, are all older than that many days
+    before the watermark's date: beyond_restatement_window, held until signed off.
     Columns: model_name, unique_key (as a string), problem, differing_columns,
     source_updated_at, loaded_updated_at, event_date (current state), loaded_event_date,
-    restate_date. `columns`: the table's columns when the caller has read them (else read here). -#}
+    restate_date, restatement_window_days (null without `window_days`),
+    beyond_restatement_window. `columns`: the table's columns when the caller has read them
+    (else read here). -#}
 {% macro unreflected_changes(model, expected_model, unique_key, domain, model_name,
-                             date_column, horizon_days=none, columns=none) %}
+                             date_column, horizon_days=none, columns=none, window_days=none) %}
 {%- if columns is not none %}
     {#- the caller has read them already (unreflected_changes_view) -#}
 {%- elif execute %}
@@ -58,9 +62,14 @@ bounds as (
         watermark_ts
         - make_dt_interval({{ backfill_safe.lookback_days(domain, model_name) }}, 0, 0, 0) as window_start,
         {%- if horizon_days is not none %}
-        date_sub(cast(watermark_ts as date), {{ horizon_days | int }}) as horizon_start
+        date_sub(cast(watermark_ts as date), {{ horizon_days | int }}) as horizon_start,
         {%- else %}
-        cast(null as date) as horizon_start
+        cast(null as date) as horizon_start,
+        {%- endif %}
+        {%- if window_days is not none %}
+        date_sub(cast(watermark_ts as date), {{ window_days | int }}) as restatement_start
+        {%- else %}
+        cast(null as date) as restatement_start
         {%- endif %}
     from watermark
 ),
@@ -134,7 +143,10 @@ unreflected as (
         )
 )
 
-select unreflected.*
+select
+    unreflected.*,
+    {{ backfill_safe.restatement_window_columns(window_days, 'bounds.restatement_start',
+        'unreflected.restate_date', 'unreflected.loaded_event_date') }}
 from unreflected
 cross join bounds
 where
@@ -154,9 +166,10 @@ where
     the same `dbt build` as the model's run, since that run's start), or every key when an
     upstream was rebuilt since or the model has no recorded run. No update time is compared:
     the table holds none it needs. Same columns as unreflected_changes (the update times
-    null). -#}
+    null); the restatement window counts back from the latest event date the table holds. -#}
 {% macro unreflected_changes_over_models(model, expected_model, unique_key, model_name,
-                                         date_column, scope, horizon_days=none, columns=none) %}
+                                         date_column, scope, horizon_days=none, columns=none,
+                                         window_days=none) %}
 {%- if columns is none %}
     {%- set columns = backfill_safe.column_names(model)
         if execute else [unique_key, date_column] %}
@@ -241,8 +254,19 @@ select
     cast(null as timestamp) as loaded_updated_at,
     compared.event_date,
     compared.loaded_event_date,
-    coalesce(compared.event_date, compared.loaded_event_date) as restate_date
+    coalesce(compared.event_date, compared.loaded_event_date) as restate_date,
+    {{ backfill_safe.restatement_window_columns(window_days, 'latest.restatement_start',
+        'coalesce(compared.event_date, compared.loaded_event_date)', 'compared.loaded_event_date') }}
 from compared
+cross join (
+    {#- the window's start from the latest event date the table holds (no watermark) #}
+    {%- if window_days is not none %}
+    select date_sub(max({{ date_column }}), {{ window_days | int }}) as restatement_start
+    from {{ model }}
+    {%- else %}
+    select cast(null as date) as restatement_start
+    {%- endif %}
+) as latest
 where
     (not compared.is_loaded or not compared.is_expected or compared.differing_columns <> '')
     -- the next run recomputes these keys (or every key)
@@ -258,4 +282,22 @@ where
     )
     {%- endif %}
 
+{% endmacro %}
+
+
+{#- The two columns unreflected_changes and unreflected_changes_over_models end with:
+    restatement_window_days (`window_days`, or null) and beyond_restatement_window, true when
+    the window's start (`start`, a date expression; null: no watermark yet) is after both the
+    row's restate date and its loaded event date (SQL expressions). -#}
+{% macro restatement_window_columns(window_days, start, restate_date, loaded_event_date) %}
+    {%- if window_days is not none -%}
+    cast({{ window_days | int }} as int) as restatement_window_days,
+    {{ start }} is not null
+    and not coalesce({{ restate_date }} >= {{ start }}, false)
+    and not coalesce({{ loaded_event_date }} >= {{ start }}, false)
+        as beyond_restatement_window
+    {%- else -%}
+    cast(null as int) as restatement_window_days,
+    false as beyond_restatement_window
+    {%- endif -%}
 {% endmacro %}

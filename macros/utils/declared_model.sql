@@ -16,9 +16,13 @@
                      reads only the keys its changes reach (scope_of_model)
       max_scan_share: (optional) the largest share of its table's data files one read of a
                      daily run may take (record_scans warns)
+      restatement_window: (optional) how many days back from its watermark a late row is
+                     restated without sign-off: whole days, or a key of var
+                     restatement_window_days (restatement_window_days)
     Returned as {name, unique_id, relation, unique_key, event_date, lookback, current_state,
-    current_state_relation, measures, scope, max_scan_share}. A declaration that is incomplete or names what does not
-    exist is a compiler error naming the model and the key. `node` is a model node of the graph. -#}
+    current_state_relation, measures, scope, max_scan_share, restatement_window (days)}. A
+    declaration that is incomplete or names what does not exist is a compiler error naming the
+    model and the key. `node` is a model node of the graph. -#}
 {% macro declared_model(node) %}
     {% do backfill_safe.check_framework_declaration(node) %}
     {% set block = (node.config.meta or {}).get('backfill_safe') %}
@@ -35,7 +39,7 @@
         {{ return(backfill_safe.declared_reference(node, block, where)) }}
     {% endif %}
     {% set known = ['event_date', 'lookback', 'current_state', 'measures', 'scope',
-                    'max_scan_share', 'dimension', 'reference'] %}
+                    'max_scan_share', 'restatement_window', 'dimension', 'reference'] %}
     {% for key in block.keys() if key not in known %}
         {{ exceptions.raise_compiler_error(where ~ ": unknown key '" ~ key ~ "' (keys: "
             ~ known | join(', ') ~ ")") }}
@@ -60,6 +64,8 @@
         {% do backfill_safe.lookback_declaration(where, block.lookback) %}
     {% endif %}
     {% set share = backfill_safe.max_scan_share(node) %}
+    {% set restatement_window = backfill_safe.restatement_window_days(where,
+        block.get('restatement_window'), none if over_models else block.lookback) %}
     {% set unique_key = node.config.unique_key %}
     {% if unique_key is not string or not unique_key %}
         {{ exceptions.raise_compiler_error(where ~ ": the model needs one unique_key column in "
@@ -108,6 +114,7 @@
         'measures': measures,
         'scope': scope,
         'max_scan_share': share,
+        'restatement_window': restatement_window,
         'dimension': none,
         'reference': false,
     }) }}

@@ -28,6 +28,7 @@ from pathlib import Path
 import jinja2
 
 from pipeline import iceberg
+from pipeline.backfill.late_policy import late_by_model
 from pipeline.dbt import NOTHING_LANDED, Dbt, Freshness
 from pipeline.drift import Drift, watermark_drift
 from pipeline.engine import Sql
@@ -149,14 +150,16 @@ def _alerts(spark: Sql, dbt: Dbt, report: Report) -> list[str]:
     for node in dbt.invoke("test", "--select", *selection, check=False):
         if node.resource_type == "test" and node.status != "pass":
             alerts.append(f"data test {node.name}: {node.status} ({node.failures} rows)")
-    late = _rows(spark, f"select model_name, max(case when problem in ('not built', 'not auditable')"
-                        f" then concat(problem, ': ', differing_columns) end) as not_built, count(*) as keys,"
-                        f" collect_set(cast(restate_date as string)) as dates"
-                        f" from {iceberg.refreshed(spark, unreflected_changes_relation())} group by model_name")
-    alerts += [f"{r['model_name']}: declared but {r['not_built']}: its late changes cannot be audited"
-               if r["not_built"] else
-               f"{r['model_name']}: {r['keys']} keys late beyond their window on {', '.join(sorted(r['dates']))}: "
-               "`pipeline restate`" for r in late]
+    for late in late_by_model(spark, iceberg.refreshed(spark, unreflected_changes_relation())):
+        if late.not_built:
+            alerts.append(f"{late.model_name}: declared but {late.not_built}: its late changes cannot be audited")
+            continue
+        if late.restatable:
+            alerts.append(f"{late.model_name}: {late.restatable} keys late beyond their window on "
+                          f"{', '.join(late.restatable_dates)}: `pipeline restate`")
+        if late.held:
+            alerts.append(f"{late.model_name}: {late.held} keys late beyond its {late.window_days}-day restatement "
+                          f"window on {', '.join(late.held_dates)}: held, pending sign-off (`pipeline signoff`)")
     alerts += [f"{r['model_name']}: its last daily run read {r['largest_scan_files']} of its table's "
                f"{r['table_data_files']} data files in one scan, more than its declared max_scan_share "
                f"{r['max_scan_share']}: has its incremental filter stopped pruning?"

@@ -21,7 +21,7 @@ import pytest
 from rich.console import Console
 
 from domains import SHOP_AGGREGATES, SHOP_FACTS, SHOP_ONLY, stale_aggregates
-from helpers import SHOP_MARTS, Warehouse, item
+from helpers import SHOP_MARTS, Warehouse, item, order
 from pipeline import cli, iceberg
 from pipeline.backfill import plan_file
 from pipeline.maintain import iceberg_tables
@@ -601,6 +601,87 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
                if r.name.startswith("no_unloaded_changes")]
     assert [r.status for r in failing] == ["pass", "pass"]
 
+
+
+def test_a_late_row_within_the_restatement_window_is_restated_on_schedule_and_one_beyond_it_waits_for_sign_off(
+        built: Warehouse, capsys):
+    """The late-data policy (var restatement_window_days, 90 days here): the scheduled deep
+    restatement (`pipeline restate`) restates the late rows within their window, under a cost
+    ceiling it refuses to exceed without an approval; a row older than the window is held,
+    listed by `pipeline status`, until a sign-off of exactly the rows reviewed; then the next
+    restatement restates it and the sign-off is spent."""
+    # besides the three late corrections of 2025-01-01 (module fixture): an order of 2024-09-01
+    # landed now, stamped then: 125 days before the watermark's date, beyond the 90-day window
+    [known] = built.rows("select o.customer_id, i.product_id from staging.stg_shop__orders as o"
+                         " join staging.stg_shop__order_items as i on i.order_id = o.order_id limit 1")
+    built.land(orders=[order(9001, "2024-09-01 10:00", customer_id=known.customer_id)],
+               order_items=[item(9001, 1, "2024-09-01 10:00", product_id=known.product_id, quantity=4)])
+    beyond = {(r.model_name, str(r.restate_date), r.restatement_window_days, r.beyond_restatement_window)
+              for r in built.rows("select * from audit.audit_unreflected_changes")}
+    assert beyond == {("fct_order_item", "2025-01-01", 90, False), ("fct_orders", "2025-01-01", 90, False),
+                      ("fct_order_item", "2024-09-01", 90, True), ("fct_orders", "2024-09-01", 90, True)}
+
+    # the cost ceiling: the 2025-01-01 restatement rewrites that date's partition of each fact
+    # (and the aggregates'): over a ceiling of 1, refused before anything runs
+    assert cli.main(["restate", "--reason", "nightly deep restatement", "--max-partitions", "1"]) == 2
+    refused = " ".join(capsys.readouterr().out.split())
+    assert "over the cost ceiling of 1" in refused and "--approved-by" in refused, refused
+    assert not iceberg.table_exists(built.spark, "control.backfill_runs") or not built.rows(
+        "select * from control.backfill_runs")
+    # approved: it restates the rows within the window and holds the one beyond (exit 3)
+    assert cli.main(["restate", "--reason", "nightly deep restatement", "--max-partitions", "1",
+                     "--approved-by", "Ana Lima"]) == 3
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "pending sign-off" in printed and "9001" in printed, printed
+    [run] = built.rows("select run_id, status, start_date, reason from control.backfill_runs")
+    assert (run.status, str(run.start_date)) == ("published", "2025-01-01"), run
+    assert "approved by Ana Lima" in run.reason, run.reason
+    # its gate left out the held date (no_unloaded_changes and reconcile_daily_totals fail there
+    # until the sign-off): what the late-data policy does not restate is not this run's to fix
+    assert [str(d) for d in Control(built.spark).gate_exclusions(run.run_id)] == ["2024-09-01"]
+    assert built.rows("select count(*) as n from marts.fct_order_item where order_id = 9001")[0].n == 0
+    assert {(r.model_name, r.beyond_restatement_window) for r in built.rows(
+        "select * from audit.audit_unreflected_changes")} == {("fct_order_item", True), ("fct_orders", True)}
+    # pending until signed off: what `pipeline status` prints after its runs (the status page's
+    # alerts read the same, late_by_model)
+    shown = Console(width=300, record=True, file=io.StringIO())
+    for table in runner(built).late_policy_tables():
+        shown.print(table)
+    lines = shown.export_text().splitlines()
+    for model in ("fct_order_item", "fct_orders"):  # to restate, dates, held, held dates, window
+        [line] = [line for line in lines if line.strip("│ ").startswith(model + " ")]
+        assert [c.strip() for c in line.split("│")[2:7]] == ["0", "-", "1", "2024-09-01", "90"], line
+
+    # the review prints the keys, the impact per date and the hash of the rows held
+    assert cli.main(["signoff"]) == 0
+    review = capsys.readouterr().out
+    [approve] = re.findall(r"--approve\s+([0-9a-f]{16})", review)
+    assert "2024-09-01" in review and "held beyond their restatement window" in " ".join(review.split()), review
+    # a sign-off must name the rows shown: another hash is refused, and so is one without a name
+    assert cli.main(["signoff", "--approve", "0123456789abcdef", "--by", "Ana Lima", "--reason", "x"]) == 2
+    assert "not the rows approved" in " ".join(capsys.readouterr().out.split())
+    assert cli.main(["signoff", "--approve", approve, "--reason", "x"]) == 2
+    assert not iceberg.table_exists(built.spark, "control.restatement_signoffs") or not built.rows(
+        "select * from control.restatement_signoffs")
+    assert cli.main(["signoff", "--approve", approve, "--by", "Ana Lima",
+                     "--reason", "Q3 close reopened: the order of 2024-09-01 belongs in it"]) == 0
+    capsys.readouterr()
+    [signed] = Control(built.spark).signoffs()
+    assert (signed.signed_by, signed.keys, signed.models, str(signed.first_date), signed.restated_by) == (
+        "Ana Lima", 2, "fct_order_item, fct_orders", "2024-09-01", ""), signed
+    assert json.loads(built.rows("select impact from control.restatement_signoffs limit 1")[0].impact)
+
+    # the next scheduled restatement restates it, and spends the sign-off
+    assert cli.main(["restate", "--reason", "nightly deep restatement"]) == 0
+    capsys.readouterr()
+    [second] = built.rows("select run_id, status, start_date from control.backfill_runs where run_id <> :r"
+                          .replace(":r", f"'{run.run_id}'"))
+    assert (second.status, str(second.start_date)) == ("published", "2024-09-01"), second
+    assert Control(built.spark).signoffs()[0].restated_by == second.run_id
+    for table in ("marts.fct_order_item", "marts.fct_orders"):
+        assert built.table(table) == full_refresh_result(built, table), table
+    assert stale_aggregates(built, SHOP_AGGREGATES) == {}
+    assert built.rows("select * from audit.audit_unreflected_changes") == []
 
 
 def test_compare_reports_a_hand_made_difference_exactly(built: Warehouse):

@@ -253,6 +253,12 @@ BROKEN_DECLARATIONS = {
                                               "lookback domain 'sale' is not in var 'lookback_days' (domains: "),
     "lookback of negative days": ({**DECLARATION, "lookback": -2},
                                   "lookback: a whole number of days >= 0 or a domain of var 'lookback_days'; got -2"),
+    "restatement window shorter than the lookback": (
+        {**DECLARATION, "restatement_window": 2},
+        "restatement_window: the restatement window (2 days) is shorter than the lookback (3 days)"),
+    "restatement window of a key the var lacks": (
+        {**DECLARATION, "restatement_window": "finance"},
+        "restatement_window 'finance' is not in var 'restatement_window_days' (keys: default)"),
     "no such current state": ({**DECLARATION, "current_state": "int_order__current_state"},
                               "current_state 'int_order__current_state' is no model of the project"),
     "undocumented event date": ({**DECLARATION, "event_date": "ordered_date"},

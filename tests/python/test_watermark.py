@@ -708,10 +708,10 @@ def test_a_view_is_replaced_only_when_its_definition_changed_or_a_full_refresh_a
 
     # a var the audit view renders changes its definition: a run of no declared model leaves it
     # alone (the hook reads nothing then); the next run of one replaces that view alone
-    horizon = int(paths.project_var("restatement_horizon_days")) + 5
-    base.dbt_run("--select", "stg_shop__orders", "--vars", f"{{restatement_horizon_days: {horizon}}}")
+    window = int(paths.project_var("restatement_window_days")["default"]) + 5
+    base.dbt_run("--select", "stg_shop__orders", "--vars", f"{{restatement_window_days: {{default: {window}}}}}")
     assert {view: properties(view) for view in views} == built
-    base.dbt_run(*selected, "--vars", f"{{restatement_horizon_days: {horizon}}}")
+    base.dbt_run(*selected, "--vars", f"{{restatement_window_days: {{default: {window}}}}}")
     audit = properties("audit.audit_unreflected_changes")
     assert audit["metadata_location"] != built[views[1]]["metadata_location"]
     assert audit["backfill_safe.view_md5"] != built[views[1]]["backfill_safe.view_md5"]
@@ -720,7 +720,7 @@ def test_a_view_is_replaced_only_when_its_definition_changed_or_a_full_refresh_a
     metadata = json.loads(gzip.decompress(Path(audit["metadata_location"].removeprefix("file:")).read_bytes()))
     [current] = [v for v in metadata["versions"] if v["version-id"] == metadata["current-version-id"]]
     sql = current["representations"][0]["sql"]
-    assert re.search(rf"date_sub\(cast\(watermark_ts as date\), {horizon}\) as horizon_start", sql)
+    assert re.search(rf"date_sub\(cast\(watermark_ts as date\), {window}\) as restatement_start", sql)
     assert properties("staging.stg_shop__orders") == built[views[0]]
     assert base.rows("select count(*) as n from audit.audit_unreflected_changes")[0].n == 0
 

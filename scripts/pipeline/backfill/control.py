@@ -17,6 +17,14 @@
 - backfill_gate_results: per run and data test of the gate (run on the branches before
   publishing): the model it tests, its status and failing rows; the reconciliation's failures are
   the run's mismatch count (pipeline.metrics).
+- restatement_signoffs: per key late beyond its model's restatement window that someone signed
+  off (`pipeline signoff`): who, why, the hash of the held rows they reviewed, the key's model,
+  problem and date, and the impact they approved (JSON), when.
+- backfill_gate_exclusions: per restatement and event date its gate leaves out of the framework's
+  data tests: the dates of the late rows it held beyond their restatement window (pending
+  sign-off), which it does not restate.
+- restatement_signoff_uses: per restatement (run) and sign-off of a model it restated: a sign-off
+  is spent once a run that used it is published (late_policy.VALID_SIGNOFFS).
 """
 
 from __future__ import annotations
@@ -52,6 +60,13 @@ _DDL = {
     "backfill_gate_results": """
         run_id string, data_test string, generic_test string, model_name string, status string, failures bigint,
         recorded_at timestamp""",
+    "restatement_signoffs": """
+        signoff_id string, signed_by string, reason string, approved_hash string, model_name string,
+        unique_key string, problem string, restate_date date, impact string, signed_at timestamp""",
+    "backfill_gate_exclusions": """
+        run_id string, event_date date, reason string, recorded_at timestamp""",
+    "restatement_signoff_uses": """
+        run_id string, signoff_id string, model_name string, recorded_at timestamp""",
 }
 
 
@@ -228,6 +243,47 @@ class Control:
         self._append("backfill_gate_results", run_id, [
             (test, kind, model, status, None if failures is None else int(failures))
             for test, kind, model, status, failures in rows], (None, None, None, None, "bigint"))
+
+    # -- sign-offs of rows held beyond their restatement window ---------------------------------
+    def record_signoff(self, signoff_id: str, signed_by: str, reason: str, approved_hash: str,
+                       keys: list[tuple[str, str, str, object]], impact: str) -> None:
+        """(model, unique key, problem, restate date) rows of one sign-off, in one commit."""
+        self._append("restatement_signoffs", signoff_id, [
+            (signed_by, reason, approved_hash, model, key, problem, None if day is None else str(day), impact)
+            for model, key, problem, day in keys], (None, None, None, None, None, None, "date", None))
+
+    def record_signoff_uses(self, run_id: str, uses: list[tuple[str, str]]) -> None:
+        """(sign-off id, model) pairs a restatement run restates, in one commit."""
+        self._append("restatement_signoff_uses", run_id, sorted(set(uses)), (None, None))
+
+    def record_gate_exclusions(self, run_id: str, dates: list, reason: str) -> None:
+        """The event dates a run's gate leaves out, in one commit."""
+        self._append("backfill_gate_exclusions", run_id, [(str(day), reason) for day in sorted(set(dates))],
+                     ("date", None))
+
+    def gate_exclusions(self, run_id: str) -> list:
+        """The event dates a run's gate leaves out (date objects), in order."""
+        return [r.event_date for r in self._read(
+            "backfill_gate_exclusions", f"select distinct event_date from {SCHEMA}.backfill_gate_exclusions"
+            " where run_id = :run_id order by event_date", run_id=run_id)]
+
+    def signoffs(self) -> list:
+        """Every sign-off, one row each: who, when, why, the hash approved, its keys, models and
+        dates, and the published runs that restated it (spent when there is one)."""
+        iceberg.refreshed(self.spark, f"{SCHEMA}.restatement_signoff_uses")
+        return self._read(
+            "restatement_signoffs",
+            "select s.signoff_id, first(s.signed_by) as signed_by, first(s.reason) as reason,"
+            " first(s.approved_hash) as approved_hash, min(s.signed_at) as signed_at,"
+            " count(distinct s.model_name, s.unique_key) as keys,"
+            " concat_ws(', ', array_sort(collect_set(s.model_name))) as models,"
+            " min(s.restate_date) as first_date, max(s.restate_date) as last_date,"
+            " concat_ws(', ', array_sort(collect_set(r.run_id))) as restated_by"
+            f" from {SCHEMA}.restatement_signoffs as s"
+            f" left join {SCHEMA}.restatement_signoff_uses as u on u.signoff_id = s.signoff_id"
+            " and u.model_name = s.model_name"
+            f" left join {SCHEMA}.backfill_runs as r on r.run_id = u.run_id and r.status = 'published'"
+            " group by s.signoff_id order by signed_at")
 
     def _append(self, table: str, run_id: str, rows: list[tuple], casts: tuple[str | None, ...]) -> None:
         """Rows of `table` in one commit: the run id, each row's values as bound parameters (cast

@@ -42,14 +42,17 @@ def parse_selectors(text: str | None) -> list[str]:
     return selectors
 
 
-def check_reason(text: str | None) -> str:
+def check_reason(text: str | None, option: str = "--reason") -> str:
+    """A recorded text (a reason, a name): not empty, at most MAX_REASON characters, no control
+    characters; refusals name `option`."""
     reason = (text or "").strip()
     if not reason:
-        raise PlanError("--reason is required: say why history is rewritten (it is recorded)")
+        raise PlanError(f"{option} is required: say why history is rewritten (it is recorded)" if option == "--reason"
+                        else f"{option} is required and must not be blank (it is recorded)")
     if len(reason) > MAX_REASON:
-        raise PlanError(f"--reason is longer than {MAX_REASON} characters")
+        raise PlanError(f"{option} is longer than {MAX_REASON} characters")
     if any(ord(ch) < 32 and ch != "\t" or 0x7f <= ord(ch) < 0xa0 or ch in "\u2028\u2029" for ch in reason):
-        raise PlanError("--reason contains control characters")
+        raise PlanError(f"{option} contains control characters")
     return reason
 
 

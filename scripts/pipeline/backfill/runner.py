@@ -30,6 +30,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from pipeline import iceberg, paths
+from pipeline.backfill import late_policy
 from pipeline.backfill import plan as planning
 from pipeline.backfill.control import SCHEMA, Control, Run
 from pipeline.dbt import Dbt
@@ -77,6 +78,11 @@ class Plan:
     selection: str
     models: list[IncrementalModel]
     windows: list[planning.Window]
+    # a restatement's: the (sign-off id, model) pairs whose signed-off keys it restates, and the
+    # event dates of the late rows it holds beyond their restatement window (its gate leaves
+    # them out: gate_excluded_dates)
+    signoffs: tuple[tuple[str, str], ...] = ()
+    held_dates: tuple[date, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -174,6 +180,8 @@ class Backfill:
         # the audit's rows as restate_plan read them (_hold_audit), for restate_keys and
         # restate_impact; None when no restatement is being planned
         self._held_audit: str | None = None
+        # the rows of the held audit held back beyond their restatement window (late_policy)
+        self.pending = late_policy.Pending()
         # restate_reached's answer for the audit and arguments it was asked for
         self._reached_cache: tuple[tuple, list[Reached]] | None = None
 
@@ -247,10 +255,10 @@ class Backfill:
                  "dates": f"{r.first_date} .. {r.last_date}", "keys_sha256": r.keys_sha256}
                 for r in rows if not wanted or r.model_name in wanted]
 
-    def restate_plan(self, select: str | None, batch_days: int) -> Plan | None:
-        """A backfill of exactly the order dates of the rows that arrived after their
-        restatement window (audit_unreflected_changes), for the facts that miss them and what is
-        downstream of those; None when nothing is unreflected."""
+    def _hold_checked_audit(self, select: str | None) -> set[str]:
+        """Check the audit view covers the models asked for (each declared, built and auditable),
+        then hold its rows (_hold_audit) with the late-data policy applied, and note the rows held
+        back beyond their restatement window (`pending`). The models asked for (none: all)."""
         selectors = planning.parse_selectors(select)
         self.dbt.invoke("parse")
         audit = unreflected_changes_relation()
@@ -276,18 +284,34 @@ class Backfill:
                 f" {', '.join(sorted(covered - {''})) or 'no model'}): the view is refreshed at the end of a run"
                 f" of a declared model; run it first"
                 f" (dbt run --select {' '.join(uncovered)})")
-        audit = self._hold_audit(audit)
-        rows = self.spark.sql(f"select distinct model_name, problem, differing_columns, restate_date,"
-                              f" loaded_event_date from {audit}").collect()
-        rows = [r for r in rows if not wanted or r.model_name in wanted]
+        if late_policy.POLICY_COLUMN not in {r.col_name for r in self.spark.sql(f"describe {audit}").collect()}:
+            raise BackfillRefused(
+                f"{audit} predates the late-data policy (it has no column {late_policy.POLICY_COLUMN}): the view is "
+                "replaced at the end of a run of a declared model; run one first (dbt run)")
+        held = self._hold_audit(audit)
+        rows = self.spark.sql(f"select distinct model_name, problem, differing_columns from {held}"
+                              " where problem in ('not built', 'not auditable')").collect()
         unaudited = sorted({(r.model_name, r.problem, r.differing_columns) for r in rows
-                            if r.problem in ("not built", "not auditable")})
+                            if not wanted or r.model_name in wanted})
         if unaudited:
             self.release_audit()
             raise BackfillRefused(
                 f"{'; '.join(f'{name}: declared but {problem} ({why})' for name, problem, why in unaudited)}, so its"
                 f" late changes cannot be audited: build it and what it reads first"
                 f" (dbt build --select {' '.join('+' + name for name, _, _ in unaudited)})")
+        self.pending = late_policy.pending(self.spark, held, wanted)
+        return wanted
+
+    def restate_plan(self, select: str | None, batch_days: int) -> Plan | None:
+        """A backfill of exactly the order dates of the rows that arrived after their lookback
+        window (audit_unreflected_changes) and that the late-data policy lets a restatement
+        restate (within their model's restatement window, or signed off), for the facts that miss
+        them and what is downstream of those; None when there are none. The rows held back
+        beyond their window are left in `pending`."""
+        wanted = self._hold_checked_audit(select)
+        rows = self.spark.sql(f"select distinct model_name, restate_date, loaded_event_date, signoff_id"
+                              f" from {self._audit()}").collect()
+        rows = [r for r in rows if not wanted or r.model_name in wanted]
         if not rows:
             self.release_audit()
             return None
@@ -298,8 +322,50 @@ class Backfill:
         except (planning.PlanError, BackfillRefused):
             self.release_audit()
             raise
+        signoffs = tuple(sorted({(r.signoff_id, r.model_name) for r in rows if r.signoff_id is not None}))
+        held_dates = tuple(sorted({d for r in self.spark.sql(
+            f"select distinct restate_date, loaded_event_date from {self._audit(held=True)}").collect()
+            for d in r if d is not None}))
         return Plan(windows[0].start, windows[-1].end, batch_days,
-                    "restate " + " ".join(sorted({r.model_name for r in rows})), models, windows)
+                    "restate " + " ".join(sorted({r.model_name for r in rows})), models, windows, signoffs,
+                    held_dates)
+
+    def held_pending(self, select: str | None) -> late_policy.Pending:
+        """The rows late beyond their restatement window that no sign-off covers, of the models
+        asked for, with the audit held for restate_keys and restate_impact (held=True) until
+        release_audit."""
+        self._hold_checked_audit(select)
+        return self.pending
+
+    def check_approval(self, approve: str) -> late_policy.Pending:
+        """The rows held now (held_pending's), when `approve` is their hash or its first 12
+        characters or more; else refused, naming the hash of now."""
+        pending = self.pending
+        if not pending.rows:
+            raise BackfillRefused("nothing is held beyond its restatement window: there is nothing to sign off")
+        if len(approve) < 12 or not pending.hash.startswith(approve.lower()):
+            raise BackfillRefused(
+                f"--approve {approve}: the rows held now hash to {pending.hash[:16]} ({pending.keys} keys of "
+                f"{', '.join(m.name for m in pending.models)}): they are not the rows approved (they changed since, "
+                "or the hash is mistyped); review them again (pipeline signoff) and approve what is shown")
+        return pending
+
+    def sign_off(self, signed_by: str, reason: str, approve: str, impacts: list[DateImpact]) -> str:
+        """Record a sign-off of the rows held now (held_pending's; `approve`: the hash, or its
+        first 12 characters or more, of the rows the signer reviewed, refused when they changed)
+        with the impact shown to them; the next restatement restates them. Returns its id."""
+        pending = self.check_approval(approve)
+        signed_by, reason = planning.check_reason(signed_by, "--by"), planning.check_reason(reason)
+        signoff_id = f"so_{datetime.now(UTC):%Y%m%d_%H%M%S}_{secrets.token_hex(3)}"
+        impact = json.dumps([{"model": i.model, "date": None if i.event_date is None else str(i.event_date),
+                              "late_keys": i.keys, "via": list(i.via),
+                              "figures": {name: {"held": str(_plain(held)),
+                                                 "restated": None if i.restated is None else str(_plain(after))}
+                                          for name, held, after in zip(i.figures, i.held,
+                                                                       i.restated or (None,) * len(i.held))}}
+                             for i in impacts], sort_keys=True)
+        Control(self.spark).record_signoff(signoff_id, signed_by, reason, pending.hash, pending.rows, impact)
+        return signoff_id
 
     def _hold_audit(self, audit: str) -> str:
         """The audit view's rows, read once into a table (control.restate_audit_<token>) that
@@ -318,7 +384,8 @@ class Backfill:
         owner = re.sub(r"[^A-Za-z0-9._:-]", "_", self.owner)
         at = datetime.now(UTC).isoformat(timespec="seconds")
         self.spark.sql(f"create table {held} using iceberg tblproperties ('backfill_safe.held_by' = '{owner}',"
-                       f" 'backfill_safe.held_at' = '{at}') as select * from {audit}")
+                       f" 'backfill_safe.held_at' = '{at}') as"
+                       f" {late_policy.held_select(audit, late_policy.signoffs_recorded(self.spark))}")
         self._held_audit = held
         return held
 
@@ -354,9 +421,14 @@ class Backfill:
             self.spark.sql(f"drop table if exists {self._held_audit} purge")
             self._held_audit = None
 
-    def _audit(self) -> str:
-        """What restate_keys and restate_impact read: the rows restate_plan held, else the view."""
-        return self._held_audit or iceberg.refreshed(self.spark, unreflected_changes_relation())
+    def _audit(self, held: bool = False) -> str:
+        """What restate_keys and restate_impact read, as a subquery: the rows restate_plan held
+        that a restatement restates (`held`: those held back beyond their restatement window);
+        without a held audit the view's, by its flag alone (a sign-off is not seen)."""
+        if self._held_audit is not None:
+            return f"(select * from {self._held_audit} where {'' if held else 'not '}held_back) as audit"
+        view = iceberg.refreshed(self.spark, unreflected_changes_relation())
+        return f"(select * from {view} where {'' if held else 'not '}{late_policy.POLICY_COLUMN}) as audit"
 
     @staticmethod
     def unaudited_models() -> list[str]:
@@ -364,13 +436,14 @@ class Backfill:
         changes (and so restate) does not cover them."""
         return sorted(m.name for m in incremental_models() if not m.declared)
 
-    def restate_keys(self, select: str | None, sample: int = 5) -> Table:
+    def restate_keys(self, select: str | None, sample: int = 5, held: bool = False) -> Table:
         """Per model, the keys a restatement will rewrite and why, from audit_unreflected_changes:
         how many of each problem ('missing', 'not deleted', 'stale'), the columns that differ, the
         dates, and a sample of keys; then the models over models it reaches (restate_reached).
-        Call after restate_plan (which parses and checks the view)."""
+        Call after restate_plan (which parses and checks the view); `held`: the keys held back
+        beyond their restatement window (held_pending), which a sign-off would release."""
         wanted = {s.strip("+") for s in planning.parse_selectors(select)}
-        audit = self._audit()
+        audit = self._audit(held)
         rows = self.spark.sql(
             f"select model_name, problem, coalesce(differing_columns, '') as differing_columns,"
             f" count(*) as keys, min(restate_date) as first_date, max(restate_date) as last_date,"
@@ -378,7 +451,8 @@ class Backfill:
             f" slice(array_sort(collect_list(unique_key)), 1, {int(sample)}) as sample"
             f" from {audit} group by model_name, problem, coalesce(differing_columns, '')"
             f" order by model_name, problem, differing_columns").collect()
-        table = Table(title="keys to restate (audit_unreflected_changes): each differs from the current state "
+        table = Table(title=("keys held beyond their restatement window, pending sign-off" if held else
+                             "keys to restate") + " (audit_unreflected_changes): each differs from the current state "
                             "and the next daily run will not pick it up; then the keys of the models over them "
                             "that the restatement reaches, recomputed in the same publish")
         for column in ("model", "keys", "why", "columns that differ", "dates", "sample of keys"):
@@ -389,21 +463,22 @@ class Backfill:
             table.add_row(row.model_name, str(row.keys), row.problem, row.differing_columns or "-",
                           _span(row.first_date, row.last_date, row.dates),
                           ", ".join(row.sample) + (" ..." if row.keys > len(row.sample) else ""))
-        for reached in self.restate_reached(select, sample):
+        for reached in self.restate_reached(select, sample, held):
             table.add_row(reached.model.name, str(reached.keys), f"reached through {', '.join(reached.via)}",
                           "(recomputed)", _span(reached.first_date, reached.last_date, reached.dates),
                           ", ".join(reached.sample) + (" ..." if reached.keys > len(reached.sample) else ""))
         return table
 
-    def restate_reached(self, select: str | None, sample: int = 5) -> list[Reached]:
+    def restate_reached(self, select: str | None, sample: int = 5, held: bool = False) -> list[Reached]:
         """The models over models (scope.changes: {model}) a restatement reaches, upstream first:
         those whose upstream has keys late beyond its window (audit_unreflected_changes) or is
         itself reached. A model's scope keys reached are those its upstream's rows of the late
         (or reached) keys hold in the column that ties them (scope.changes' key), as the
         upstream's table holds them and as its current state has them (a line moved to another
         date reaches both dates; a deleted order reaches its customer): what the restatement
-        recomputes there. Read once per held audit. Call after restate_plan."""
-        audit = self._audit()
+        recomputes there. Read once per held audit. Call after restate_plan (`held`: of the keys
+        held back beyond their restatement window)."""
+        audit = self._audit(held)
         cache_key = (audit, select, sample)
         if self._reached_cache is not None and self._reached_cache[0] == cache_key:
             return self._reached_cache[1]
@@ -449,7 +524,7 @@ class Backfill:
         self._reached_cache = (cache_key, found)
         return found
 
-    def restate_impact(self, select: str | None, sample: int = 5) -> list[DateImpact]:
+    def restate_impact(self, select: str | None, sample: int = 5, held: bool = False) -> list[DateImpact]:
         """The cost of the missed window, per model and date (the postmortem's figure): for every
         event date of a key late beyond its window (audit_unreflected_changes; its current date
         and the date the table holds it on), the date's row count and declared measures as the
@@ -457,9 +532,10 @@ class Backfill:
         keys' rows in the table, plus their live rows in the current state. Every other key of the
         date is either right or inside the window, which the next daily run loads. Reads the table
         and the current state of the late keys' dates only; writes nothing. Call after
-        restate_plan (which parses and checks the view)."""
+        restate_plan (which parses and checks the view); `held`: of the keys held back beyond their
+        restatement window (held_pending), what restating them once signed off would do."""
         wanted = {s.strip("+") for s in planning.parse_selectors(select)}
-        audit = self._audit()
+        audit = self._audit(held)
         late = {r.model_name for r in self.spark.sql(f"select distinct model_name from {audit}").collect()}
         impacts: list[DateImpact] = []
         for model in incremental_models():
@@ -513,7 +589,7 @@ class Backfill:
                 impacts.append(DateImpact(
                     model.name, row.d, int(row.keys), list(row.sample or []), tuple(names),
                     tuple(row[f"held_{n}"] for n in names), tuple(row[f"should_{n}"] for n in names)))
-        for reached in self.restate_reached(select, sample):
+        for reached in self.restate_reached(select, sample, held):
             impacts += self._reached_impact(reached, sample)
         return impacts
 
@@ -652,6 +728,20 @@ class Backfill:
                          "files and MB also hold the rows merge-on-read deleted, until `pipeline maintain` compacts them")
         return table
 
+    def partitions_rewritten(self, plan: Plan) -> int:
+        """The partitions a backfill of `plan` rewrites, as the tables hold them now (Iceberg
+        metadata, dry_run's figures): per model, its partitions in each window; a table not
+        partitioned by its event date counts its partitions once. What a restatement's cost
+        ceiling (var restatement_max_partitions, `pipeline restate --max-partitions`) bounds."""
+        total = 0
+        for model in plan.models:
+            figures = self._in_window(model, plan.windows)
+            partitioned = bool(model.event_date) and iceberg.table_exists(self.spark, model.relation) and \
+                model.event_date in iceberg.partition_fields(self.spark, iceberg.checked_table(model.relation))
+            total += sum(f[0] for f in figures.values()) if partitioned else max(
+                (f[0] for f in figures.values()), default=0)
+        return total
+
     def _in_window(self, model: IncrementalModel, windows: list[planning.Window]) -> dict[int, tuple[int, int, int, int]]:
         """Per window (by index): partitions, live rows, data files and bytes of a model's table
         in it, by its event date (declared, else its first partition column); the whole table's
@@ -728,6 +818,11 @@ class Backfill:
         control.add_windows(run_id, plan.windows)
         if applied is not None:
             control.record_plan(run_id, *applied)
+        if plan.signoffs:  # spent once this run publishes (late_policy.VALID_SIGNOFFS)
+            control.record_signoff_uses(run_id, list(plan.signoffs))
+        if plan.held_dates:  # kept for a resumed run's gate too
+            control.record_gate_exclusions(run_id, list(plan.held_dates),
+                                           "late rows held beyond their restatement window, pending sign-off")
         control.add_tables(run_id, run_id, {m.relation: iceberg.current_snapshot_id(self.spark, m.relation)
                                             for m in plan.models})
         self.console.print(f"backfill [bold]{run_id}[/]: {len(plan.windows)} windows, models {', '.join(m.name for m in plan.models)}")
@@ -832,8 +927,13 @@ class Backfill:
                     # branch whether or not the project dispatches get_test_sql to the framework
                     # (cleared with the rest, above)
                     self.spark.conf.set("spark.wap.branch", run_id)
+                # a restatement's gate leaves out the dates of the late rows it held (pending
+                # sign-off): not its to fix (gate_excluded_dates)
+                excluded = [str(d) for d in control.gate_exclusions(run_id)]
+                gate_vars = {"backfill_branch": run_id, **({"backfill_gate_excluded_dates": excluded}
+                                                           if excluded else {})}
                 tests = [n for n in self.dbt.invoke("test", "--select", *run.models, "--vars",
-                                                    json.dumps({"backfill_branch": run_id}), check=False)
+                                                    json.dumps(gate_vars), check=False)
                          if n.resource_type == "test"]
                 control.record_gate(run_id, [
                     (n.name, n.generic_test, n.attached_node.split(".")[2] if n.attached_node else None, n.status,
@@ -1039,6 +1139,32 @@ class Backfill:
             if run.status == "rolled_back":
                 lines.append(f"  rolled back: {run.message}")
         return lines
+
+    # -- the late-data policy ------------------------------------------------------------------
+    def late_policy_tables(self) -> list[Table]:
+        """`pipeline status`'s view of the late-data policy: per declared model, the keys late
+        beyond their lookback that the next `pipeline restate` restates and those held beyond
+        their restatement window, pending sign-off; then every sign-off, and the restatement
+        that spent it. Reads the audit view (each declared model's current state) once."""
+        view = unreflected_changes_relation()
+        if not iceberg.table_exists(self.spark, view):
+            return []
+        late = Table(title="late rows: restated by the next `pipeline restate`, or held beyond their restatement "
+                           "window until signed off (`pipeline signoff`)")
+        for column in ("model", "to restate", "dates", "held, pending sign-off", "held dates", "window (days)"):
+            late.add_column(column, justify="right" if column in ("to restate", "held, pending sign-off") else "left")
+        for row in late_policy.late_by_model(self.spark, iceberg.refreshed(self.spark, view)):
+            late.add_row(row.model_name, row.not_built or str(row.restatable), ", ".join(row.restatable_dates) or "-",
+                         str(row.held), ", ".join(row.held_dates) or "-", str(row.window_days or "-"))
+        signed = Table(title="sign-offs of rows held beyond their restatement window")
+        for column in ("sign-off", "by", "at", "reason", "keys", "models", "dates", "approved hash", "restated by"):
+            signed.add_column(column)
+        for row in Control(self.spark).signoffs():
+            signed.add_row(row.signoff_id, row.signed_by, str(row.signed_at), row.reason, str(row.keys), row.models,
+                           "-" if row.first_date is None else str(row.first_date) if row.first_date == row.last_date
+                           else f"{row.first_date} .. {row.last_date}", row.approved_hash[:16],
+                           row.restated_by or "pending: the next `pipeline restate`")
+        return [late, signed]
 
     # -- status --------------------------------------------------------------------------------
     def status(self, run_id: str | None = None) -> list[Table]:

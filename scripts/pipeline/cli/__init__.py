@@ -36,7 +36,12 @@ EXIT_CODES = {
                 "2 refused (bad argument, another run holds the lock, main moved)",
     "restate": "0 published, nothing to restate, or dry run; 1 the restatement's backfill did not publish, "
                "or dbt failed; 2 refused (a bad argument, a model without a declaration, the audit view missing "
-               "or not covering a model, a model not built or not auditable, or a backfill refusal)",
+               "or not covering a model, a model not built or not auditable, over the cost ceiling without "
+               "an approval, or a backfill refusal); 3 published or nothing to restate, and rows late beyond "
+               "their restatement window are held, pending sign-off",
+    "signoff": "0 reviewed, signed off, or nothing held; 1 dbt failed; 2 refused (a bad argument, an "
+               "approval without a name and a reason, a hash that is not the rows held now, or the audit view missing or "
+               "not covering a model)",
     "apply": "0 published, re-planned (--replan) or checked (--check); 1 the backfill did not publish, or dbt failed; 2 refused "
              "(the plan file unreadable, edited after planning or stale: its scope or code differs from a plan "
              "made now; or a backfill refusal)",
