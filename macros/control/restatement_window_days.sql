@@ -9,8 +9,8 @@
     entry else `default`; else 90. A window shorter than the model's lookback, a value that is
     not whole days, a key the var does not name, or var restatement_horizon_days (its former
     name) is a compiler error naming `where`. `lookback`: the declared lookback (none for a
-    model over models). -#}
-{% macro restatement_window_days(where, own, lookback) %}
+    model over models), checked already (lookback_declaration); `model_name`: the model's. -#}
+{% macro restatement_window_days(where, own, lookback, model_name) %}
     {% if var('restatement_horizon_days', none) is not none %}
         {{ exceptions.raise_compiler_error("var 'restatement_horizon_days' is now "
             ~ "'restatement_window_days' (whole days, or a mapping of lookback domain to days, "
@@ -49,10 +49,8 @@
         {{ exceptions.raise_compiler_error(where ~ ": " ~ source ~ ": the restatement window "
             ~ "must be whole days >= 0; got: " ~ days) }}
     {% endif %}
-    {#- the lookback was checked (lookback_declaration): whole days, or a domain of the var -#}
-    {% set domains_days = var('lookback_days', {}) %}
-    {% set lookback_days = lookback if lookback is integer else (domains_days.get(lookback, 0)
-        if lookback is string and domains_days is mapping else 0) %}
+    {% set lookback_days = backfill_safe.lookback_days(lookback, model_name)
+        if lookback is not none else 0 %}
     {% if days < lookback_days %}
         {{ exceptions.raise_compiler_error(where ~ ": " ~ source ~ ": the restatement window ("
             ~ days ~ " days) is shorter than the lookback (" ~ lookback_days ~ " days), which "

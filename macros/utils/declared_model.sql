@@ -65,7 +65,7 @@
     {% endif %}
     {% set share = backfill_safe.max_scan_share(node) %}
     {% set restatement_window = backfill_safe.restatement_window_days(where,
-        block.get('restatement_window'), none if over_models else block.lookback) %}
+        block.get('restatement_window'), none if over_models else block.lookback, node.name) %}
     {% set unique_key = node.config.unique_key %}
     {% if unique_key is not string or not unique_key %}
         {{ exceptions.raise_compiler_error(where ~ ": the model needs one unique_key column in "

@@ -278,6 +278,7 @@ class Control:
             " count(distinct s.model_name, s.unique_key) as keys,"
             " concat_ws(', ', array_sort(collect_set(s.model_name))) as models,"
             " min(s.restate_date) as first_date, max(s.restate_date) as last_date,"
+            " count(distinct s.restate_date) as dates,"
             " concat_ws(', ', array_sort(collect_set(r.run_id))) as restated_by"
             f" from {SCHEMA}.restatement_signoffs as s"
             f" left join {SCHEMA}.restatement_signoff_uses as u on u.signoff_id = s.signoff_id"

@@ -133,6 +133,16 @@ def _plain(value: object) -> object:
     return f"{value.normalize():f}" if isinstance(value, Decimal) else value
 
 
+def _impact_entries(impacts: list[DateImpact]) -> list[dict]:
+    """The cost of the missed window as a plan file and a sign-off record it: per model and
+    date, the late keys and each figure as held and as restated (None: a model over models,
+    which only the restatement computes)."""
+    return [{"model": i.model, "date": None if i.event_date is None else str(i.event_date), "late_keys": i.keys,
+             "figures": {name: {"held": _plain(held), "restated": None if i.restated is None else _plain(after)}
+                         for name, held, after in zip(i.figures, i.held, i.restated or (None,) * len(i.held))}}
+            for i in impacts]
+
+
 def max_batch_days() -> int:
     """var backfill_max_batch_days of the project (default 31)."""
     try:
@@ -225,11 +235,7 @@ class Backfill:
         sources = sorted({relation for model in plan.models for relation in model.sources})
         estimate["source_records_read_per_window"] = sum(self._metadata_totals(s)[1] for s in sources)
         if impacts:
-            estimate["missed_window_cost"] = [
-                {"model": i.model, "date": None if i.event_date is None else str(i.event_date), "late_keys": i.keys,
-                 "figures": {name: {"held": _plain(held), "restated": None if i.restated is None else _plain(after)}
-                             for name, held, after in zip(i.figures, i.held, i.restated or (None,) * len(i.held))}}
-                for i in impacts]
+            estimate["missed_window_cost"] = _impact_entries(impacts)
         return {
             "plan_version": 1, "kind": kind, "reason": planning.check_reason(reason),
             "planned_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -357,13 +363,8 @@ class Backfill:
         pending = self.check_approval(approve)
         signed_by, reason = planning.check_reason(signed_by, "--by"), planning.check_reason(reason)
         signoff_id = f"so_{datetime.now(UTC):%Y%m%d_%H%M%S}_{secrets.token_hex(3)}"
-        impact = json.dumps([{"model": i.model, "date": None if i.event_date is None else str(i.event_date),
-                              "late_keys": i.keys, "via": list(i.via),
-                              "figures": {name: {"held": str(_plain(held)),
-                                                 "restated": None if i.restated is None else str(_plain(after))}
-                                          for name, held, after in zip(i.figures, i.held,
-                                                                       i.restated or (None,) * len(i.held))}}
-                             for i in impacts], sort_keys=True)
+        impact = json.dumps([{**entry, "via": list(i.via)} for entry, i in zip(_impact_entries(impacts), impacts)],
+                            sort_keys=True, default=str)
         Control(self.spark).record_signoff(signoff_id, signed_by, reason, pending.hash, pending.rows, impact)
         return signoff_id
 
@@ -735,12 +736,16 @@ class Backfill:
         ceiling (var restatement_max_partitions, `pipeline restate --max-partitions`) bounds."""
         total = 0
         for model in plan.models:
-            figures = self._in_window(model, plan.windows)
-            partitioned = bool(model.event_date) and iceberg.table_exists(self.spark, model.relation) and \
-                model.event_date in iceberg.partition_fields(self.spark, iceberg.checked_table(model.relation))
-            total += sum(f[0] for f in figures.values()) if partitioned else max(
-                (f[0] for f in figures.values()), default=0)
+            partitions = [f[0] for f in self._in_window(model, plan.windows).values()]
+            total += sum(partitions) if self._partitioned_by_event_date(model) else max(partitions, default=0)
         return total
+
+    def _partitioned_by_event_date(self, model: IncrementalModel) -> bool:
+        """Whether a model's table exists and is partitioned by its event date (else _in_window
+        gives each window the whole table's figures)."""
+        relation = iceberg.checked_table(model.relation)
+        return bool(model.event_date) and iceberg.table_exists(self.spark, relation) and \
+            model.event_date in iceberg.partition_fields(self.spark, relation)
 
     def _in_window(self, model: IncrementalModel, windows: list[planning.Window]) -> dict[int, tuple[int, int, int, int]]:
         """Per window (by index): partitions, live rows, data files and bytes of a model's table
@@ -752,7 +757,7 @@ class Backfill:
         relation = iceberg.checked_table(model.relation)
         if not iceberg.table_exists(self.spark, relation):
             return {window.index: (0, 0, 0, 0) for window in windows}
-        if not (model.event_date and model.event_date in iceberg.partition_fields(self.spark, relation)):
+        if not self._partitioned_by_event_date(model):
             partitions, _, files, size = self._metadata_totals(relation)
             rows = int(self.spark.sql(f"select count(*) from {relation}").collect()[0][0])
             return {window.index: (partitions, rows, files, size) for window in windows}
@@ -1161,8 +1166,7 @@ class Backfill:
             signed.add_column(column)
         for row in Control(self.spark).signoffs():
             signed.add_row(row.signoff_id, row.signed_by, str(row.signed_at), row.reason, str(row.keys), row.models,
-                           "-" if row.first_date is None else str(row.first_date) if row.first_date == row.last_date
-                           else f"{row.first_date} .. {row.last_date}", row.approved_hash[:16],
+                           _span(row.first_date, row.last_date, row.dates), row.approved_hash[:16],
                            row.restated_by or "pending: the next `pipeline restate`")
         return [late, signed]
 
