@@ -5,8 +5,9 @@
     state but absent from the model, deleted there but present in the model, or present with
     any column that differs (macro unreflected_changes). The arguments default to the model's
     declaration (config.meta.backfill_safe: current_state, lookback, event_date; its
-    unique_key), so a declared model needs none. Fails with their count. In a restatement's gate,
-    the dates it held beyond their restatement window are left out (gate_excluded_dates). -#}
+    unique_key), so a declared model needs none. Fails with their count. In a backfill's gate,
+    only the dates the backfill wrote are checked, less the ones a restatement held beyond their
+    restatement window (backfill_gate_dates). -#}
 {% test no_unloaded_changes(model, expected_model=none, unique_key=none, domain=none,
                             date_column=none) %}
 {%- set declared = backfill_safe.declared_model_of(model) if execute else none %}
@@ -32,5 +33,6 @@ select * from (
 ) }}
 {%- endif %}
 ) as unreflected
-where {{ backfill_safe.gate_excluded_dates('unreflected.restate_date') }}
+where {{ backfill_safe.backfill_gate_dates('unreflected.restate_date',
+    windowed=not (declared.get('scope') or {}).get('models')) }}
 {% endtest %}

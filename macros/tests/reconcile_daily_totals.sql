@@ -3,8 +3,8 @@
     logic. Returns one row per date that differs, with both sides; rows without a date are one
     more group, compared like the others. The arguments default to the model's declaration
     (config.meta.backfill_safe: current_state, event_date, measures); `amount_column` names one
-    measure instead. In a restatement's gate, the dates it held beyond their restatement window
-    are left out (gate_excluded_dates). -#}
+    measure instead. In a backfill's gate, only the dates the backfill wrote are compared, less
+    the ones a restatement held beyond their restatement window (backfill_gate_dates). -#}
 {% test reconcile_daily_totals(model, expected_model=none, date_column=none, amount_column=none) %}
 {%- set declared = (backfill_safe.declared_model_of(model) if execute else none) or {} %}
 {%- set expected_model = expected_model or declared.get('current_state_relation') %}
@@ -54,8 +54,8 @@ full outer join actual
     -- null-safe: rows without a date on both sides agree, as any other date
     on expected.reconciled_date <=> actual.reconciled_date
 where
-    {{ backfill_safe.gate_excluded_dates(
-        'coalesce(expected.reconciled_date, actual.reconciled_date)') }}
+    {{ backfill_safe.backfill_gate_dates('coalesce(expected.reconciled_date, actual.reconciled_date)',
+        windowed=not (declared.get('scope') or {}).get('models')) }}
     and not (
     coalesce(expected.row_count, 0) = coalesce(actual.row_count, 0)
     {%- for measure in measures %}

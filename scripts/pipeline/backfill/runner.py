@@ -80,7 +80,7 @@ class Plan:
     windows: list[planning.Window]
     # a restatement's: the (sign-off id, model) pairs whose signed-off keys it restates, and the
     # event dates of the late rows it holds beyond their restatement window (its gate leaves
-    # them out: gate_excluded_dates)
+    # them out: backfill_gate_dates)
     signoffs: tuple[tuple[str, str], ...] = ()
     held_dates: tuple[date, ...] = ()
 
@@ -141,6 +141,18 @@ def _impact_entries(impacts: list[DateImpact]) -> list[dict]:
              "figures": {name: {"held": _plain(held), "restated": None if i.restated is None else _plain(after)}
                          for name, held, after in zip(i.figures, i.held, i.restated or (None,) * len(i.held))}}
             for i in impacts]
+
+
+def _date_ranges(windows: list) -> list[list[str]]:
+    """A run's windows as [start, end) date pairs, adjacent ones joined (the gate's var
+    backfill_gate_windows)."""
+    ranges: list[list[date]] = []
+    for window in sorted(windows, key=lambda w: w.window_start):
+        if ranges and window.window_start <= ranges[-1][1]:
+            ranges[-1][1] = max(ranges[-1][1], window.window_end)
+        else:
+            ranges.append([window.window_start, window.window_end])
+    return [[str(start), str(end)] for start, end in ranges]
 
 
 def max_batch_days() -> int:
@@ -932,11 +944,13 @@ class Backfill:
                     # branch whether or not the project dispatches get_test_sql to the framework
                     # (cleared with the rest, above)
                     self.spark.conf.set("spark.wap.branch", run_id)
-                # a restatement's gate leaves out the dates of the late rows it held (pending
-                # sign-off): not its to fix (gate_excluded_dates)
+                # the gate checks the dates the run wrote (its windows): the rest of each table is
+                # main's, where changes landed and not yet loaded are the daily run's; and a
+                # restatement's gate leaves out the dates of the late rows it held (pending
+                # sign-off): not its to fix (macro backfill_gate_dates)
                 excluded = [str(d) for d in control.gate_exclusions(run_id)]
-                gate_vars = {"backfill_branch": run_id, **({"backfill_gate_excluded_dates": excluded}
-                                                           if excluded else {})}
+                gate_vars = {"backfill_branch": run_id, "backfill_gate_windows": _date_ranges(windows),
+                             **({"backfill_gate_excluded_dates": excluded} if excluded else {})}
                 tests = [n for n in self.dbt.invoke("test", "--select", *run.models, "--vars",
                                                     json.dumps(gate_vars), check=False)
                          if n.resource_type == "test"]
