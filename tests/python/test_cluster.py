@@ -19,64 +19,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from pyhive import hive
 
+from cluster_harness import Running, running_cluster
 from helpers import MAIN_JOB_SAMPLE, SHOP_MARTS, MainJobRun, mart_checksums
 from pipeline import cluster
 from pipeline.paths import PROJECT_DIR
 
 pytestmark = [pytest.mark.cluster, pytest.mark.extended]  # four JVMs of its own: the extended tier
 
-DBT = Path(sys.executable).parent / "dbt"
-
-
-@dataclass(frozen=True)
-class Running:
-    state: Path  # the state folder (the cluster's files are in state / "cluster")
-    info: cluster.ClusterInfo
-    start_seconds: float
-
-    def env(self, scratch: Path) -> dict[str, str]:
-        """A dbt subprocess's environment: this cluster's Thrift endpoint, its own target folder."""
-        env = {**os.environ, **self.info.env(), "DBT_TARGET_PATH": str(scratch / "target"),
-               "DBT_LOG_PATH": str(scratch / "logs"), "DBT_USE_COLORS": "false"}
-        env.pop("DBT_TARGET", None)
-        return env
-
-    def dbt(self, scratch: Path, *args: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([str(DBT), *args, "--project-dir", str(PROJECT_DIR),
-                               "--profiles-dir", str(PROJECT_DIR / "profiles"), "--target", "cluster"],
-                              env=self.env(scratch), capture_output=True, text=True, timeout=900)
-        assert done.returncode == 0, f"dbt {' '.join(args)} failed:\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}"
-        return done
-
-    def execute(self, sql: str) -> None:
-        """A statement without a result set (DML, DDL): PyHive cannot fetch from those."""
-        connection = hive.connect(host=self.info.thrift_host, port=self.info.thrift_port, username="dbt")
-        try:
-            connection.cursor().execute(sql)
-        finally:
-            connection.close()
-
-    def query(self, sql: str) -> list[tuple]:
-        connection = hive.connect(host=self.info.thrift_host, port=self.info.thrift_port, username="dbt")
-        try:
-            cursor = connection.cursor()
-            cursor.execute(sql)
-            return cursor.fetchall()
-        finally:
-            connection.close()
-
 
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    state = tmp_path_factory.mktemp("cluster-state")
-    try:
-        started = time.monotonic()
-        info = cluster.start(state, thrift_port=cluster.free_port(), timeout=300)
-        yield Running(state, info, time.monotonic() - started)
-    finally:
-        cluster.stop(state)
+    yield from running_cluster(tmp_path_factory.mktemp("cluster-state"))
 
 
 def _script(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -92,14 +46,6 @@ def _describe(running: Running, table: str) -> dict[str, str]:
 SAMPLE = ("--days", str(MAIN_JOB_SAMPLE["days"]), "--orders-per-day", str(MAIN_JOB_SAMPLE["orders_per_day"]))
 # a reason reaches SQL as a literal on the Thrift path (no server-side binding): stored verbatim
 HOSTILE_REASON = "restate 2025-01-01..03 after the 'price' fix\\'; drop table control.backfill_runs; --"
-
-
-def _pipeline(running: Running, scratch: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`pipeline ...` as a user runs it with DBT_TARGET=cluster: a process without any JVM."""
-    env = {**running.env(scratch), "DBT_TARGET": "cluster", "PIPELINE_STATE_DIR": str(scratch / "state"),
-           "PYTHONPATH": str(PROJECT_DIR / "scripts")}
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=1800)
 
 
 @dataclass(frozen=True)
@@ -120,7 +66,7 @@ def built(running: Running, tmp_path_factory: pytest.TempPathFactory) -> Built:
                                env={**os.environ, "PYTHONPATH": str(PROJECT_DIR / "scripts")},
                                capture_output=True, text=True, timeout=600)
     assert generated.returncode == 0, generated.stdout[-2000:] + generated.stderr[-2000:]
-    landed = _pipeline(running, scratch, "land", *sorted(str(d) for d in landing.iterdir()))
+    landed = running.pipeline(scratch, "land", *sorted(str(d) for d in landing.iterdir()))
     assert landed.returncode == 0, landed.stdout[-4000:] + landed.stderr[-3000:]
     return Built(scratch, running.dbt(scratch, "build", "--selector", "shop_example").stdout)  # selectors.yml
 
@@ -180,7 +126,7 @@ def test_a_build_and_a_backfill_through_the_thrift_server_equal_the_embedded_mai
     assert corrupted != embedded
 
     # a backfill through the runner on the cluster: a branch, the gate, publish, then rollback
-    backfill = _pipeline(running, scratch, "backfill", "--start", "2025-01-01", "--end", "2025-01-04",
+    backfill = running.pipeline(scratch, "backfill", "--start", "2025-01-01", "--end", "2025-01-04",
                          "--batch-days", "3", "--select", "fct_order_item", "--reason", HOSTILE_REASON)
     assert backfill.returncode == 0, backfill.stdout[-4000:] + backfill.stderr[-3000:]
     [(run_id, status, reason)] = running.query("select run_id, status, reason from control.backfill_runs")
@@ -203,7 +149,7 @@ def test_a_build_and_a_backfill_through_the_thrift_server_equal_the_embedded_mai
     # the same source state, restated: the same rows
     assert mart_checksums(running.query) == embedded
 
-    rollback = _pipeline(running, scratch, "rollback", run_id)
+    rollback = running.pipeline(scratch, "rollback", run_id)
     assert rollback.returncode == 0, rollback.stdout[-4000:] + rollback.stderr[-3000:]
     for table, pre, _published in tables:
         assert running.query(f"select snapshot_id from {table}.refs where name = 'main'") == [(pre,)]
@@ -223,7 +169,7 @@ def test_a_build_and_a_backfill_through_the_thrift_server_equal_the_embedded_mai
     [(order_date,)] = running.query(f"select distinct cast(order_date as string) from marts.fct_order_item"
                                     f" where order_id = {order_id}")
     explained_json = scratch / "explain.json"
-    explained = _pipeline(running, scratch, "explain", "fct_order_item", "--json", str(explained_json))
+    explained = running.pipeline(scratch, "explain", "fct_order_item", "--json", str(explained_json))
     assert explained.returncode == 0, explained.stdout[-4000:] + explained.stderr[-3000:]
     [explanation] = json.loads(explained_json.read_text())
     merge = [s for s in explanation["scans"] if s["statement"] == "merge" and s["role"] == "target"]

@@ -1,0 +1,182 @@
+"""Writers at once through one Spark Thrift Server, where nothing serialises them (the embedded
+target's OS lock refuses a second process instead: test_concurrency.py).
+
+One local cluster for the module (cluster_harness), the shop's sample landed and built once,
+then each test starts real processes at the same time, as a team's scheduler would: two daily
+runs, a landing during a daily run, a backfill publishing while a daily run commits, maintenance
+during a daily run. Each writer ends committed, or refused by
+Iceberg's optimistic concurrency with the conflict named (nothing of its commit applied); then
+one more daily run, alone, and the warehouse must hold every landed version exactly once, no
+duplicate key, no watermark above the loadable data, no late change left unreflected and no
+backfill left running. Which writer wins a race is the machine's choice: the tests assert what
+must hold whatever the interleaving, and print the outcomes."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cluster_harness import Running, ended, running_cluster
+from pipeline.paths import PROJECT_DIR
+
+pytestmark = [pytest.mark.cluster, pytest.mark.extended]  # four JVMs of its own: the extended tier
+
+DAYS = 8  # generated landing days: two for the build, one or two for each test
+# what a writer refused by a concurrent commit says (Iceberg's optimistic concurrency: the
+# commit validated against the table's newer snapshot and found a conflicting change)
+CONFLICT = re.compile(r"ValidationException|CommitFailedException|[Cc]onflicting (files|delete files|data files)"
+                      r"|[Ff]ound conflicting|Cannot commit|main of \S+ moved after the backfill started")
+KEYS = {"fct_order_item": "order_item_sk", "fct_orders": "order_id", "dim_customer": "customer_key",
+        "dim_product": "product_key", "agg_daily_revenue": "daily_revenue_key",
+        "agg_customer_orders": "customer_key"}
+RAW = ("orders", "order_items", "customers", "products")
+
+
+@dataclass(frozen=True)
+class Shop:
+    scratch: Path
+    days: list[Path]  # the generated landing folders, oldest first
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    yield from running_cluster(tmp_path_factory.mktemp("cluster-state"))
+
+
+@pytest.fixture(scope="module")
+def shop(running: Running, tmp_path_factory: pytest.TempPathFactory) -> Shop:
+    """The sample's first two days landed and the shop built (seeds, then its models)."""
+    scratch = tmp_path_factory.mktemp("writers")
+    landing = scratch / "landing"
+    generated = subprocess.run([sys.executable, "-m", "sample", "generate", "--out", str(landing), "--days", str(DAYS),
+                                "--orders-per-day", "20"],
+                               env={**os.environ, "PYTHONPATH": str(PROJECT_DIR / "scripts")},
+                               capture_output=True, text=True, timeout=600)
+    assert generated.returncode == 0, generated.stdout[-2000:] + generated.stderr[-2000:]
+    days = sorted(d for d in landing.iterdir() if d.is_dir())
+    assert len(days) == DAYS, days
+    _land(running, scratch / "build", days[0], days[1])
+    running.dbt(scratch / "build", "seed")
+    running.dbt(scratch / "build", "run", "--selector", "shop_example")
+    return Shop(scratch, days)
+
+
+def _land(running: Running, scratch: Path, *days: Path) -> None:
+    landed = running.pipeline(scratch, "land", *sorted(str(f) for d in days for f in d.iterdir()))
+    assert landed.returncode == 0, landed.stdout[-4000:] + landed.stderr[-3000:]
+
+
+def _ended(process: subprocess.Popen[str], name: str) -> tuple[int, str]:
+    code, output = ended(process)
+    print(f"--- {name}: exit {code}\n{output[-1500:]}")
+    return code, output
+
+
+def _wait_for(process: subprocess.Popen[str], pattern: str, timeout: float = 600) -> None:
+    """Until `pattern` appears in what a running process printed (or it ended)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        if re.search(pattern, process.output.read_text()):
+            return
+        time.sleep(0.5)
+
+
+def _committed_or_refused(code: int, output: str, name: str) -> str:
+    """A writer's outcome: committed, or refused by a concurrent commit with the conflict named."""
+    if code == 0:
+        return "committed"
+    assert CONFLICT.search(output), f"{name} failed, and not on a commit conflict:\n{output[-5000:]}"
+    return "refused: " + CONFLICT.search(output).group(0)
+
+
+def _settled(running: Running, scratch: Path) -> list[str]:
+    """One more daily run, alone; then what must hold whatever the writers before it did."""
+    running.dbt(scratch, "run", "--selector", "shop_example")
+    return _problems(running)
+
+
+def _problems(running: Running) -> list[str]:
+    found = []
+    for table, key in KEYS.items():
+        [(rows, keys)] = running.query(f"select count(*), count(distinct {key}) from marts.{table}")
+        if rows != keys:
+            found.append(f"marts.{table}: {rows - keys} duplicate {key}")
+    # every landed file once in the landing log, and its rows once in its raw table
+    logged = {}
+    for table, source_file, entries, file_rows in running.query(
+            "select table_name, source_file, count(*), max(file_rows) from control.landed_files group by 1, 2"):
+        if entries != 1:
+            found.append(f"{source_file}: logged {entries} times in control.landed_files")
+        logged[(table.split(".")[-1], source_file)] = file_rows
+    for table in RAW:
+        for source_file, rows in running.query(f"select _source_file, count(*) from raw.{table} group by 1"):
+            if logged.get((table, source_file)) != rows:
+                found.append(f"raw.{table}: {rows} rows of {source_file}, logged {logged.get((table, source_file))}")
+    [(loadable,)] = running.query("select cast(max(updated_at) as string) from ("
+                                  + " union all ".join(f"select updated_at from raw.{t}" for t in RAW) + ")")
+    for pipeline_name, watermark in running.query(
+            "select pipeline_name, cast(watermark_ts as string) from control.etl_watermark"
+            f" where watermark_ts > timestamp'{loadable}'"):
+        found.append(f"watermark of {pipeline_name} {watermark} above the loadable data ({loadable})")
+    shop = ", ".join(f"'{t}'" for t in KEYS)
+    for model, problem, keys in running.query(
+            "select model_name, problem, count(*) from audit.audit_unreflected_changes"
+            f" where model_name in ({shop}) group by 1, 2"):
+        found.append(f"{model}: {keys} keys {problem} (audit_unreflected_changes)")
+    if [r for r in running.query("show tables in control like 'backfill_runs'")]:
+        for run_id, status in running.query("select run_id, status from control.backfill_runs"
+                                            " where status = 'running'"):
+            found.append(f"backfill {run_id} left {status}")
+    return found
+
+
+def test_two_daily_runs_at_once_lose_and_double_nothing(running: Running, shop: Shop, tmp_path: Path):
+    _land(running, tmp_path / "land", shop.days[2])
+    first = running.dbt_process(tmp_path / "first", "run", "--selector", "shop_example")
+    second = running.dbt_process(tmp_path / "second", "run", "--selector", "shop_example")
+    outcomes = [_committed_or_refused(*_ended(p, n), n) for p, n in ((first, "first run"), (second, "second run"))]
+    print("outcomes:", outcomes)
+    assert _settled(running, tmp_path / "settle") == []
+
+
+def test_a_version_landed_during_a_daily_run_is_loaded_by_it_or_the_next(running: Running, shop: Shop,
+                                                                       tmp_path: Path):
+    daily = running.dbt_process(tmp_path / "daily", "run", "--selector", "shop_example")
+    # once the run has started its models (its start, the landing bound, is taken)
+    _wait_for(daily, r"START sql")
+    _land(running, tmp_path / "land", shop.days[3])
+    print("outcome:", _committed_or_refused(*_ended(daily, "daily run"), "daily run"))
+    assert _settled(running, tmp_path / "settle") == []
+
+
+def test_a_backfill_publishing_while_a_daily_run_commits_loses_nothing(running: Running, shop: Shop,
+                                                                      tmp_path: Path):
+    _land(running, tmp_path / "land", shop.days[4])
+    backfill = running.pipeline_process(tmp_path / "backfill", "backfill", "--start", "2025-01-01", "--end", "2025-01-03",
+                         "--select", "fct_order_item", "--reason", "concurrent writers test")
+    _wait_for(backfill, r"window 1/")
+    daily = running.dbt_process(tmp_path / "daily", "run", "--selector", "shop_example")
+    outcomes = [_committed_or_refused(*_ended(p, n), n) for p, n in ((backfill, "backfill"), (daily, "daily run"))]
+    print("outcomes:", outcomes)
+    statuses = [s for (s,) in running.query("select status from control.backfill_runs"
+                                            " where reason = 'concurrent writers test'")]
+    assert len(statuses) == 1 and statuses[0] in ("published", "publish_refused", "failed"), statuses
+    assert _settled(running, tmp_path / "settle") == []
+
+
+def test_maintenance_during_a_daily_run_loses_nothing(running: Running, shop: Shop, tmp_path: Path):
+    _land(running, tmp_path / "land", shop.days[5])
+    daily = running.dbt_process(tmp_path / "daily", "run", "--selector", "shop_example")
+    _wait_for(daily, r"START sql")
+    maintain = running.pipeline_process(tmp_path / "maintain", "maintain", "--expire-days", "0", "--retain-last", "2")
+    outcomes = [_committed_or_refused(*_ended(p, n), n) for p, n in ((daily, "daily run"), (maintain, "maintain"))]
+    print("outcomes:", outcomes)
+    assert _settled(running, tmp_path / "settle") == []
