@@ -181,10 +181,15 @@ def test_a_lookback_domain_the_var_does_not_name_is_an_error_not_a_default(base:
      "var 'backfill_start' must be a date YYYY-MM-DD; got: 2025-02-30"),
     ("{backfill_start: 2025-03-01}", "var 'backfill_end' must be a date YYYY-MM-DD (both backfill vars are needed)"),
     ("{backfill_start: 2025-03-02, backfill_end: 2025-03-01}", "backfill_start must be before backfill_end"),
+    # the gate's dates (the runner passes them to the data tests of a backfill's gate)
+    ("{backfill_gate_windows: [['2025-03-01']]}", "var backfill_gate_windows: ['2025-03-01'] is not a [start, end]"),
+    ("{backfill_gate_windows: [['2025-03-01', 'tomorrow']]}",
+     "var backfill_gate_windows: 'tomorrow' is not a YYYY-MM-DD date"),
 ])
 def test_a_backfill_window_given_by_hand_is_refused_naming_the_var(base: Warehouse, window: str, error: str):
     """`dbt run --vars` with a backfill window: a day that does not exist, one var of the two, or
-    an empty window is a compile error naming the var, before any SQL of the model runs."""
+    an empty window is a compile error naming the var, before any SQL of the model runs; and so
+    is a gate's window that is not a pair of dates (compiled with the model's data tests)."""
     with pytest.raises(DbtError) as raised:
         base.dbt.invoke("compile", "--select", "fct_orders", "--vars", window)
     assert error in str(raised.value)
