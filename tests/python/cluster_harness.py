@@ -33,17 +33,14 @@ class Running:
         return env
 
     def dbt(self, scratch: Path, *args: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([str(DBT), *args, "--project-dir", str(PROJECT_DIR),
-                               "--profiles-dir", str(PROJECT_DIR / "profiles"), "--target", "cluster"],
-                              env=self.env(scratch), capture_output=True, text=True, timeout=900)
+        done = subprocess.run(_dbt_command(args), env=self.env(scratch), capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, f"dbt {' '.join(args)} failed:\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}"
         return done
 
     def dbt_process(self, scratch: Path, *args: str) -> subprocess.Popen[str]:
         """`dbt ...` started and left running (its output in `scratch`/dbt.out): for runs at once.
         Each process needs its own `scratch` (dbt's target and log folders)."""
-        return _started([str(DBT), *args, "--project-dir", str(PROJECT_DIR), "--profiles-dir",
-                         str(PROJECT_DIR / "profiles"), "--target", "cluster"], self.env(scratch), scratch / "dbt.out")
+        return _started(_dbt_command(args), self.env(scratch), scratch / "dbt.out")
 
     def pipeline_env(self, scratch: Path) -> dict[str, str]:
         return {**self.env(scratch), "DBT_TARGET": "cluster", "PIPELINE_STATE_DIR": str(scratch / "state"),
@@ -51,13 +48,12 @@ class Running:
 
     def pipeline(self, scratch: Path, *args: str) -> subprocess.CompletedProcess[str]:
         """`pipeline ...` as a user runs it with DBT_TARGET=cluster: a process without any JVM."""
-        return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], env=self.pipeline_env(scratch),
-                              capture_output=True, text=True, timeout=1800)
+        return subprocess.run(_pipeline_command(args), env=self.pipeline_env(scratch), capture_output=True, text=True,
+                              timeout=1800)
 
     def pipeline_process(self, scratch: Path, *args: str) -> subprocess.Popen[str]:
         """`pipeline ...` started and left running (its output in `scratch`/pipeline.out)."""
-        return _started([sys.executable, "-m", "pipeline.cli", *args], self.pipeline_env(scratch),
-                        scratch / "pipeline.out")
+        return _started(_pipeline_command(args), self.pipeline_env(scratch), scratch / "pipeline.out")
 
     def execute(self, sql: str) -> None:
         """A statement without a result set (DML, DDL): PyHive cannot fetch from those."""
@@ -76,6 +72,15 @@ class Running:
         finally:
             connection.close()
 
+
+
+def _dbt_command(args: tuple[str, ...]) -> list[str]:
+    return [str(DBT), *args, "--project-dir", str(PROJECT_DIR), "--profiles-dir", str(PROJECT_DIR / "profiles"),
+            "--target", "cluster"]
+
+
+def _pipeline_command(args: tuple[str, ...]) -> list[str]:
+    return [sys.executable, "-m", "pipeline.cli", *args]
 
 
 def _started(command: list[str], env: dict[str, str], output: Path) -> subprocess.Popen[str]:

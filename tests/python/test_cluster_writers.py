@@ -19,7 +19,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -29,7 +28,7 @@ from pipeline.paths import PROJECT_DIR
 
 pytestmark = [pytest.mark.cluster, pytest.mark.extended]  # four JVMs of its own: the extended tier
 
-DAYS = 8  # generated landing days: two for the build, one or two for each test
+DAYS = 6  # generated landing days: two for the build, one for each test
 # what a writer refused by a concurrent commit says (Iceberg's optimistic concurrency: the
 # commit validated against the table's newer snapshot and found a conflicting change)
 CONFLICT = re.compile(r"ValidationException|CommitFailedException|[Cc]onflicting (files|delete files|data files)"
@@ -40,20 +39,15 @@ KEYS = {"fct_order_item": "order_item_sk", "fct_orders": "order_id", "dim_custom
 RAW = ("orders", "order_items", "customers", "products")
 
 
-@dataclass(frozen=True)
-class Shop:
-    scratch: Path
-    days: list[Path]  # the generated landing folders, oldest first
-
-
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     yield from running_cluster(tmp_path_factory.mktemp("cluster-state"))
 
 
 @pytest.fixture(scope="module")
-def shop(running: Running, tmp_path_factory: pytest.TempPathFactory) -> Shop:
-    """The sample's first two days landed and the shop built (seeds, then its models)."""
+def days(running: Running, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The sample's generated landing folders, oldest first: the first two landed and the shop
+    built (seeds, then its models)."""
     scratch = tmp_path_factory.mktemp("writers")
     landing = scratch / "landing"
     generated = subprocess.run([sys.executable, "-m", "sample", "generate", "--out", str(landing), "--days", str(DAYS),
@@ -66,7 +60,7 @@ def shop(running: Running, tmp_path_factory: pytest.TempPathFactory) -> Shop:
     _land(running, scratch / "build", days[0], days[1])
     running.dbt(scratch / "build", "seed")
     running.dbt(scratch / "build", "run", "--selector", "shop_example")
-    return Shop(scratch, days)
+    return days
 
 
 def _land(running: Running, scratch: Path, *days: Path) -> None:
@@ -93,8 +87,9 @@ def _committed_or_refused(code: int, output: str, name: str) -> str:
     """A writer's outcome: committed, or refused by a concurrent commit with the conflict named."""
     if code == 0:
         return "committed"
-    assert CONFLICT.search(output), f"{name} failed, and not on a commit conflict:\n{output[-5000:]}"
-    return "refused: " + CONFLICT.search(output).group(0)
+    conflict = CONFLICT.search(output)
+    assert conflict, f"{name} failed, and not on a commit conflict:\n{output[-5000:]}"
+    return "refused: " + conflict.group(0)
 
 
 def _settled(running: Running, scratch: Path) -> list[str]:
@@ -138,8 +133,8 @@ def _problems(running: Running) -> list[str]:
     return found
 
 
-def test_two_daily_runs_at_once_lose_and_double_nothing(running: Running, shop: Shop, tmp_path: Path):
-    _land(running, tmp_path / "land", shop.days[2])
+def test_two_daily_runs_at_once_lose_and_double_nothing(running: Running, days: list[Path], tmp_path: Path):
+    _land(running, tmp_path / "land", days[2])
     first = running.dbt_process(tmp_path / "first", "run", "--selector", "shop_example")
     second = running.dbt_process(tmp_path / "second", "run", "--selector", "shop_example")
     outcomes = [_committed_or_refused(*_ended(p, n), n) for p, n in ((first, "first run"), (second, "second run"))]
@@ -147,21 +142,22 @@ def test_two_daily_runs_at_once_lose_and_double_nothing(running: Running, shop: 
     assert _settled(running, tmp_path / "settle") == []
 
 
-def test_a_version_landed_during_a_daily_run_is_loaded_by_it_or_the_next(running: Running, shop: Shop,
+def test_a_version_landed_during_a_daily_run_is_loaded_by_it_or_the_next(running: Running, days: list[Path],
                                                                        tmp_path: Path):
     daily = running.dbt_process(tmp_path / "daily", "run", "--selector", "shop_example")
     # once the run has started its models (its start, the landing bound, is taken)
     _wait_for(daily, r"START sql")
-    _land(running, tmp_path / "land", shop.days[3])
+    _land(running, tmp_path / "land", days[3])
     print("outcome:", _committed_or_refused(*_ended(daily, "daily run"), "daily run"))
     assert _settled(running, tmp_path / "settle") == []
 
 
-def test_a_backfill_publishing_while_a_daily_run_commits_loses_nothing(running: Running, shop: Shop,
+def test_a_backfill_publishing_while_a_daily_run_commits_loses_nothing(running: Running, days: list[Path],
                                                                       tmp_path: Path):
-    _land(running, tmp_path / "land", shop.days[4])
-    backfill = running.pipeline_process(tmp_path / "backfill", "backfill", "--start", "2025-01-01", "--end", "2025-01-03",
-                         "--select", "fct_order_item", "--reason", "concurrent writers test")
+    _land(running, tmp_path / "land", days[4])
+    backfill = running.pipeline_process(tmp_path / "backfill", "backfill", "--start", "2025-01-01",
+                                        "--end", "2025-01-03", "--select", "fct_order_item",
+                                        "--reason", "concurrent writers test")
     _wait_for(backfill, r"window 1/")
     daily = running.dbt_process(tmp_path / "daily", "run", "--selector", "shop_example")
     outcomes = [_committed_or_refused(*_ended(p, n), n) for p, n in ((backfill, "backfill"), (daily, "daily run"))]
@@ -172,8 +168,8 @@ def test_a_backfill_publishing_while_a_daily_run_commits_loses_nothing(running: 
     assert _settled(running, tmp_path / "settle") == []
 
 
-def test_maintenance_during_a_daily_run_loses_nothing(running: Running, shop: Shop, tmp_path: Path):
-    _land(running, tmp_path / "land", shop.days[5])
+def test_maintenance_during_a_daily_run_loses_nothing(running: Running, days: list[Path], tmp_path: Path):
+    _land(running, tmp_path / "land", days[5])
     daily = running.dbt_process(tmp_path / "daily", "run", "--selector", "shop_example")
     _wait_for(daily, r"START sql")
     maintain = running.pipeline_process(tmp_path / "maintain", "maintain", "--expire-days", "0", "--retain-last", "2")
