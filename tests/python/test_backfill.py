@@ -152,18 +152,37 @@ def test_status_gives_each_model_the_playbooks_minimal_metrics(built: Warehouse,
     from pipeline import cli
     from pipeline.metrics import model_metrics
 
-    # a backfill of 01-02..01-03 leaves 01-01's three silent misses: the gate's reconciliation
-    # of fct_order_item fails on that date, on the branch, and nothing is published
+    # a backfill of 01-02..01-03, and a correction of a 01-02 line landing while it runs, after
+    # its window ran: the gate's reconciliation of fct_order_item fails on that date, on the
+    # branch, and nothing is published (01-01's three silent misses lie outside its windows:
+    # the gate checks only the dates the backfill wrote)
+    [line] = built.rows("select s.order_id, s.order_item_id, s.product_id, s.quantity, s.updated_at"
+                        " from staging.stg_shop__order_items as s join marts.fct_order_item as f"
+                        " on f.order_id = s.order_id and f.order_item_id = s.order_item_id and f.updated_at = s.updated_at"
+                        " where f.order_date = date'2025-01-02' order by 1, 2 limit 1")
+    corrected = (line.updated_at + timedelta(hours=1)).strftime("%Y-%m-%d %H:%M")
+    landed = []
+
+    def land_during(window) -> None:
+        if not landed:
+            built.spark.conf.unset("spark.wap.branch")  # the window's models set it on the session
+            built.land(order_items=[item(line.order_id, line.order_item_id, corrected, product_id=line.product_id,
+                                         quantity=line.quantity + 5)])
+            landed.append(window)
+
     backfill = runner(built)
+    backfill.after_window = land_during
     run_id = backfill.start(backfill.plan("2025-01-02", "2025-01-04", "fct_order_item", 1), "metrics test")
-    assert backfill.status_of(run_id) == "gate_failed"
+    assert backfill.status_of(run_id) == "gate_failed" and landed
     measures = "count(*) as n, sum(quantity) as q, sum(net_amount) as a"
     [mismatched] = built.rows(f"""
         select count(*) as dates from (
-            select order_date, {measures} from marts.fct_order_item version as of '{run_id}' group by order_date) m
+            select order_date, {measures} from marts.fct_order_item version as of '{run_id}'
+            where order_date >= date'2025-01-02' and order_date < date'2025-01-04' group by order_date) m
         full outer join (
             select order_date, {measures} from staging.int_order_items__current_state where not is_deleted
-            group by order_date) s on m.order_date <=> s.order_date
+            and order_date >= date'2025-01-02' and order_date < date'2025-01-04' group by order_date) s
+            on m.order_date <=> s.order_date
         where not (m.n <=> s.n and m.q <=> s.q and m.a <=> s.a)""")
     assert mismatched.dates == 1
     # a duplicate key in fct_orders
