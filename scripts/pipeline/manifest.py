@@ -118,6 +118,72 @@ def incremental_models() -> list[IncrementalModel]:
     return sorted(models, key=lambda m: (not m.name.startswith("dim_"), m.name))
 
 
+@dataclass(frozen=True)
+class Downstream:
+    """A node downstream of a backfill's models that the backfill did not write: a model that
+    reads them (directly or through other models), or an exposure (a dashboard, a report, an
+    application: a consumer that may cache what it read)."""
+    name: str
+    resource_type: str  # model | exposure
+    materialized: str | None  # a model's materialization; None for an exposure
+    # current: a view (or ephemeral) reads the published tables as they are now; rebuild: a table
+    # holds what it read before the publish; full refresh: an incremental model that is not of
+    # the framework's kind (its own incremental logic would not see history rewritten); backfill:
+    # a model of the kind outside the run; consumer: an exposure, to be told to refresh
+    refresh: str
+    detail: str  # the command that refreshes the model, or the exposure's type, owner and url
+
+
+def downstream_of(model_names: list[str], manifest: dict | None = None) -> list[Downstream]:
+    """Every model and exposure downstream of `model_names` (dbt's child map, followed through
+    models only), the models named left out, in the manifest's order of names."""
+    manifest = manifest or _manifest()
+    children = manifest.get("child_map") or {}
+    nodes, exposures = manifest["nodes"], manifest.get("exposures") or {}
+    written = {i for i, n in nodes.items() if n["resource_type"] == "model" and n["name"] in set(model_names)}
+    seen: set[str] = set()
+    stack = [child for node_id in written for child in children.get(node_id, [])]
+    while stack:
+        node_id = stack.pop()
+        if node_id in seen or node_id in written:
+            continue
+        if node_id in exposures or (node_id in nodes and nodes[node_id]["resource_type"] == "model"):
+            seen.add(node_id)
+            stack.extend(children.get(node_id, []))
+    found = []
+    for node_id in seen:
+        if node_id in exposures:
+            exposure = exposures[node_id]
+            owner = exposure.get("owner") or {}
+            detail = ", ".join(str(part) for part in (exposure.get("type"), owner.get("name"), owner.get("email"),
+                                                      exposure.get("url")) if part)
+            found.append(Downstream(exposure["name"], "exposure", None, "consumer", detail))
+            continue
+        node = nodes[node_id]
+        materialized = node.get("config", {}).get("materialized")
+        name = node["name"]
+        if materialized in ("view", "ephemeral"):
+            refresh, detail = "current", "reads the published tables"
+        elif materialized == "table":
+            refresh, detail = "rebuild", f"dbt run --select {name}"
+        elif is_framework_model(node):
+            refresh, detail = "backfill", f"pipeline backfill --select {name} over the same dates"
+        else:
+            refresh, detail = "full refresh", f"dbt run --full-refresh --select {name}"
+        found.append(Downstream(name, "model", materialized, refresh, detail))
+    return sorted(found, key=lambda d: (d.resource_type, d.name))
+
+
+def tested_models(model_names: list[str], manifest: dict | None = None) -> list[str]:
+    """Those of `model_names` that a data test reads (dbt selects a test by any model it reads)."""
+    manifest = manifest or _manifest()
+    ids = {i: n["name"] for i, n in manifest["nodes"].items() if n["resource_type"] == "model"
+           and n["name"] in set(model_names)}
+    read = {parent for n in manifest["nodes"].values() if n["resource_type"] == "test"
+            for parent in n.get("depends_on", {}).get("nodes", [])}
+    return sorted(name for i, name in ids.items() if i in read)
+
+
 def unreflected_changes_relation() -> str:
     """schema.table of the audit view of late changes that the framework keeps at the end of a
     run (macro unreflected_changes_view; schema: var audit_schema, default audit)."""

@@ -370,6 +370,67 @@ def test_a_reviewed_plan_is_applied_exactly_and_a_stale_one_is_refused(built: Wa
     assert replayed["reason"] == f"replay of {run.run_id}: repair the corrections of 2025-01-01"
 
 
+def test_a_publish_tests_the_models_downstream_names_the_stale_ones_and_the_consumers_to_refresh(
+        built: Warehouse, capsys, monkeypatch):
+    """After a publish, what reads the published tables is checked and recorded: a plain table
+    built from fct_orders before the backfill is stale (named with the command that refreshes
+    it), the data tests of the downstream models run on main (its reconciliation fails while it
+    is stale: exit 4, the publish stands), the dashboard reading the facts is named as a consumer
+    to refresh; status and changelog show it. With --rebuild-downstream the table is built again
+    first and its test passes; a rollback is checked the same way."""
+    monkeypatch.setenv("BACKFILL_SAFE_DOWNSTREAM_MODELS", "true")  # reaches the runner's parse too
+    built.dbt.invoke("run", "--select", "plain_downstream_orders")  # dropped after the test (built)
+    assert built.table("marts.plain_downstream_orders") == sorted(
+        built.rows("select order_id, order_date, net_amount from marts.fct_orders"))
+    repair = ["backfill", "--start", "2025-01-01", "--end", "2025-01-02", "--select", "fct_orders",
+              "--reason", "repair the corrections of 2025-01-01"]
+    capsys.readouterr()
+    assert cli.main(repair) == 4
+    printed = " ".join(capsys.readouterr().out.split())
+    [first] = [r for r in Control(built.spark).runs() if r.status == "published"]
+    assert first.models == ["agg_customer_orders", "fct_orders"]
+    recorded = {(r.resource_type, r.name): r for r in Control(built.spark).downstream(first.run_id)}
+    assert {r.event for r in recorded.values()} == {"published"}
+    dashboard = recorded[("exposure", "daily_revenue_dashboard")]
+    assert dashboard.status == "to refresh" and "Finance analytics" in dashboard.detail
+    table = recorded[("model", "plain_downstream_orders")]
+    assert (table.materialized, table.status, table.detail) == (
+        "table", "stale", "dbt run --select plain_downstream_orders")
+    assert recorded[("model", "int_customer_orders__current_state")].status == "current"
+    [reconciled] = [r for (kind, name), r in recorded.items() if kind == "test"
+                    and name.startswith("reconcile_daily_totals_plain_downstream_orders")]
+    assert (reconciled.model_name, reconciled.status, reconciled.failures) == ("plain_downstream_orders", "fail", 1)
+    assert all(r.status == "pass" for (kind, _), r in recorded.items() if kind == "test" and r is not reconciled)
+    assert "consumers to refresh (exposures): daily_revenue_dashboard (dashboard, Finance analytics" in printed
+    assert "stale plain_downstream_orders (table): dbt run --select plain_downstream_orders" in printed, printed
+    assert "1 failed" in printed and reconciled.name in printed, printed
+    assert runner(built).downstream_failed(first.run_id)
+    capsys.readouterr()
+    assert cli.main(["changelog"]) == 0
+    note = " ".join(capsys.readouterr().out.split())
+    assert "consumers to refresh: daily_revenue_dashboard" in note and \
+        "downstream models: plain_downstream_orders stale" in note and f"1 failed; {reconciled.name} fail (1)" in note, note
+    shown = Console(width=400, record=True, file=io.StringIO())
+    for part in runner(built).status(first.run_id):
+        shown.print(part)
+    status = shown.export_text()
+    assert "plain_downstream_orders" in status and "to refresh" in status, status
+
+    # the same range again, rebuilding what is stale first: its test passes, exit 0
+    assert cli.main([*repair, "--rebuild-downstream"]) == 0
+    [second] = [r for r in Control(built.spark).runs() if r.status == "published" and r.run_id != first.run_id]
+    again = {(r.resource_type, r.name): r for r in Control(built.spark).downstream(second.run_id)}
+    assert again[("model", "plain_downstream_orders")].status == "rebuilt"
+    assert all(r.status == "pass" for (kind, _), r in again.items() if kind == "test") and any(
+        kind == "test" and name.startswith("reconcile_daily_totals_plain_downstream_orders") for kind, name in again)
+    assert built.table("marts.plain_downstream_orders") == sorted(
+        built.rows("select order_id, order_date, net_amount from marts.fct_orders"))
+    # a rollback is an event downstream too: checked and recorded the same way
+    assert cli.main(["rollback", second.run_id]) == 0
+    assert {r.event for r in Control(built.spark).downstream(second.run_id)} == {"published", "rolled_back"}
+    assert not runner(built).downstream_failed(second.run_id, "rolled_back")
+
+
 def test_dry_run_counts_the_live_rows_a_merge_on_read_merge_left_not_the_records_of_its_files(built: Warehouse):
     """The marts MERGE in merge-on-read mode: the rows a MERGE deletes or updates stay in their
     data files, marked by position delete files, so Iceberg's record_count counts rows no reader

@@ -61,3 +61,53 @@ def test_a_declared_column_that_is_not_a_name_is_refused(parsed: dict, tmp_path,
     monkeypatch.setenv("DBT_TARGET_PATH", str(tmp_path))
     with pytest.raises(ValueError, match=r"model fct_orders: config.meta.backfill_safe.event_date = .* is not a column"):
         manifest.incremental_models()
+
+
+def test_downstream_of_a_backfill_classifies_each_model_by_what_refreshes_it_and_names_the_exposures(
+        parsed: dict):
+    """What a publish leaves behind, from dbt's child map: a view reads the new rows, a table
+    and a plain incremental model are stale (the latter needs a full refresh), a model of the
+    kind outside the run needs its own backfill, and an exposure is a consumer to refresh; the
+    walk goes through models (a table over a view over the fact), never through a data test."""
+    changed = json.loads(json.dumps(parsed))
+    template = changed["nodes"]["model.backfill_safe.fct_orders"]
+
+    def add(name: str, materialized: str, parent: str) -> None:
+        node = json.loads(json.dumps(template))
+        node.update(name=name, unique_id=f"model.backfill_safe.{name}", alias=name)
+        node["config"] = {"materialized": materialized, "meta": {}}
+        node["depends_on"] = {"nodes": [parent], "macros": []}
+        changed["nodes"][node["unique_id"]] = node
+        changed["child_map"].setdefault(parent, []).append(node["unique_id"])
+        changed["child_map"][node["unique_id"]] = []
+
+    add("orders_view", "view", "model.backfill_safe.fct_orders")
+    add("orders_table", "table", "model.backfill_safe.orders_view")
+    add("orders_appended", "incremental", "model.backfill_safe.fct_orders")
+    add("orders_ephemeral", "ephemeral", "model.backfill_safe.fct_order_item")
+    found = {(d.resource_type, d.name): d for d in manifest.downstream_of(["fct_orders", "fct_order_item"], changed)}
+    assert {key: (d.materialized, d.refresh, d.detail) for key, d in found.items() if key[0] == "model"} == {
+        ("model", "orders_view"): ("view", "current", "reads the published tables"),
+        ("model", "orders_table"): ("table", "rebuild", "dbt run --select orders_table"),
+        ("model", "orders_appended"): ("incremental", "full refresh", "dbt run --full-refresh --select orders_appended"),
+        ("model", "orders_ephemeral"): ("ephemeral", "current", "reads the published tables"),
+        # the aggregates' current states: views over the facts
+        ("model", "int_customer_orders__current_state"): ("view", "current", "reads the published tables"),
+        ("model", "int_daily_revenue__current_state"): ("view", "current", "reads the published tables"),
+        # the aggregates over the facts are of the kind: a backfill of them, not a rebuild
+        ("model", "agg_daily_revenue"): ("backfill_safe", "backfill",
+                                         "pipeline backfill --select agg_daily_revenue over the same dates"),
+        ("model", "agg_customer_orders"): ("backfill_safe", "backfill",
+                                           "pipeline backfill --select agg_customer_orders over the same dates"),
+    }
+    dashboard = found[("exposure", "daily_revenue_dashboard")]
+    assert (dashboard.refresh, dashboard.detail) == (
+        "consumer", "dashboard, Finance analytics, finance-analytics@example.com, "
+                    "https://bi.example.com/dashboards/daily-revenue")
+    # the models named are not their own downstream; an exposure reached through a model is
+    run_models = ["fct_orders", "fct_order_item", "agg_daily_revenue", "agg_customer_orders"]
+    names = {d.name for d in manifest.downstream_of(run_models, changed)}
+    assert names == {"orders_view", "orders_table", "orders_appended", "orders_ephemeral", "daily_revenue_dashboard",
+                     "int_customer_orders__current_state", "int_daily_revenue__current_state"}
+    # the rides' aggregate: read by its exposure only
+    assert [d.name for d in manifest.downstream_of(["agg_daily_city_trips"], changed)] == ["city_operations_report"]

@@ -25,6 +25,11 @@
   sign-off), which it does not restate.
 - restatement_signoff_uses: per restatement (run) and sign-off of a model it restated: a sign-off
   is spent once a run that used it is published (late_policy.VALID_SIGNOFFS).
+- backfill_downstream: per run, event (its publish, its rollback) and node downstream of its
+  models that it did not write: each model (how it stands: current, stale, rebuilt, or its
+  rebuild failed; the command that refreshes it), each exposure (a consumer to refresh: its
+  type, owner and url), and each data test of those models run after the event (status,
+  failing rows); `pipeline status RUN_ID` and `pipeline changelog` show them.
 """
 
 from __future__ import annotations
@@ -67,6 +72,9 @@ _DDL = {
         run_id string, event_date date, reason string, recorded_at timestamp""",
     "restatement_signoff_uses": """
         run_id string, signoff_id string, model_name string, recorded_at timestamp""",
+    "backfill_downstream": """
+        run_id string, event string, resource_type string, name string, model_name string,
+        materialized string, status string, detail string, failures bigint, recorded_at timestamp""",
 }
 
 
@@ -243,6 +251,23 @@ class Control:
         self._append("backfill_gate_results", run_id, [
             (test, kind, model, status, None if failures is None else int(failures))
             for test, kind, model, status, failures in rows], (None, None, None, None, "bigint"))
+
+    # -- what stands downstream after a publish or a rollback -----------------------------------
+    def record_downstream(self, run_id: str, event: str,
+                          rows: list[tuple[str, str, str | None, str | None, str, str | None, int | None]]) -> None:
+        """(resource type, name, model name, materialization, status, detail, failures) rows of
+        one event ('published', 'rolled_back') of a run, in one commit."""
+        self._append("backfill_downstream", run_id, [
+            (event, kind, name, model, materialized, status, detail, None if failures is None else int(failures))
+            for kind, name, model, materialized, status, detail, failures in rows],
+            (None, None, None, None, None, None, None, "bigint"))
+
+    def downstream(self, run_id: str, event: str | None = None) -> list:
+        """What a run recorded downstream, for one event or all, in order of event and node."""
+        return self._read(
+            "backfill_downstream", f"select * from {SCHEMA}.backfill_downstream where run_id = :run_id"
+            " and (:event = '' or event = :event) order by recorded_at, case resource_type when 'exposure' then 0"
+            " when 'model' then 1 else 2 end, name", run_id=run_id, event=event or "")
 
     # -- sign-offs of rows held beyond their restatement window ---------------------------------
     def record_signoff(self, signoff_id: str, signed_by: str, reason: str, approved_hash: str,

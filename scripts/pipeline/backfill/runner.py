@@ -7,7 +7,10 @@ reader of it, sees nothing. Then the data tests run against the branches (the ga
 same var). Only if they pass is every table fast-forwarded to its branch, after
 checking that no table's main moved meanwhile: all published, or none. Each window is
 checkpointed in the control tables, so `resume` continues after the last finished one; the
-snapshot each table had before publishing is recorded, so `rollback` restores it.
+snapshot each table had before publishing is recorded, so `rollback` restores it. After a
+publish or a rollback, what stands downstream of the run's models is checked and recorded: the
+data tests of every model that reads them, the tables and plain incremental models left stale
+(rebuilt on request), and the exposures to tell (`_downstream_health`).
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ from pipeline.backfill import plan as planning
 from pipeline.backfill.control import SCHEMA, Control, Run
 from pipeline.dbt import Dbt
 from pipeline.engine import Sql, ThriftSql
-from pipeline.manifest import IncrementalModel, code_fingerprint, incremental_models, unreflected_changes_relation
+from pipeline.manifest import (IncrementalModel, code_fingerprint, downstream_of, incremental_models,
+                               tested_models, unreflected_changes_relation)
 
 
 class _Heartbeat:
@@ -143,6 +147,24 @@ def _impact_entries(impacts: list[DateImpact]) -> list[dict]:
             for i in impacts]
 
 
+def _downstream_lines(rows: list) -> list[str]:
+    """A version note's lines on what stood downstream once the run was published."""
+    consumers = [r for r in rows if r.resource_type == "exposure"]
+    refreshed = [r for r in rows if r.resource_type == "model" and r.status != "current"]
+    tests = [r for r in rows if r.resource_type == "test"]
+    failing = [r for r in tests if r.status not in ("pass", "warn")]
+    lines = []
+    if consumers:
+        lines.append("  consumers to refresh: " + "; ".join(f"{r.name} ({r.detail})" for r in consumers))
+    if refreshed:
+        lines.append("  downstream models: " + "; ".join(f"{r.name} {r.status}" for r in refreshed))
+    if tests:
+        lines.append(f"  downstream data tests: {len(tests) - len(failing)} passed, {len(failing)} failed"
+                     + "".join(f"; {r.name} {r.status} ({r.failures})" for r in failing))
+    lines.extend(f"  downstream not checked: {r.detail}" for r in rows if r.resource_type == "error")
+    return lines
+
+
 def _date_ranges(windows: list) -> list[list[str]]:
     """A run's windows as [start, end) date pairs, adjacent ones joined (the gate's var
     backfill_gate_windows)."""
@@ -206,6 +228,9 @@ class Backfill:
         self.pending = late_policy.Pending()
         # restate_reached's answer for the audit and arguments it was asked for
         self._reached_cache: tuple[tuple, list[Reached]] | None = None
+        # after a publish or a rollback, rebuild the stale models downstream (tables, plain
+        # incremental models: `_downstream_health`) before their data tests run
+        self.rebuild_downstream = False
 
     # -- planning ----------------------------------------------------------------------------
     def plan(self, start: str, end: str, select: str | None, batch_days: int) -> Plan:
@@ -879,6 +904,7 @@ class Backfill:
             self._drop_branches(control, run_id)
             control.set_status(run_id, "published", finished=True)
             self.console.print(f"[green]published[/] {run_id} (its publish had completed before an interruption)")
+            self._downstream_health(control, run_id, run.models, "published")
             return run_id
         if len(recorded) < len(run.models):
             raise BackfillRefused(f"run {run_id} was interrupted while starting, before it wrote anything: "
@@ -974,6 +1000,7 @@ class Backfill:
                                f"inspect the branch: select ... from <table> version as of '{run_id}'")
             return run_id
         self._publish(control, run_id)
+        self._downstream_health(control, run_id, run.models, "published")
         return run_id
 
     # -- publish / rollback --------------------------------------------------------------------
@@ -1041,6 +1068,84 @@ class Backfill:
                                f"{int(table.pre_publish_snapshot_id)})")
             control.table_rolled_back(run_id, table.table_name)
         control.set_status(run_id, "rolled_back", f"rolled back by {self.owner}", finished=True)
+        self._downstream_health(control, run_id, run.models, "rolled_back")
+
+    # -- downstream health ---------------------------------------------------------------------
+    def _downstream_health(self, control: Control, run_id: str, models: list[str], event: str) -> None:
+        """After a publish or a rollback changed `models`' tables: what reads them is checked and
+        recorded (control.backfill_downstream). Views read the new rows; tables and incremental
+        models that are not of the framework's kind hold what they read before, so they are
+        stale: named with the command that refreshes them, or rebuilt first when
+        `rebuild_downstream` (a table run again, a plain incremental model fully refreshed: its
+        own incremental logic would not see history rewritten); then the data tests of every
+        downstream model run (their failures do not undo the event: its own gate was before);
+        and the exposures that read any of them are named as consumers to refresh. A failure
+        here (a rebuild, a test, dbt itself) is recorded and printed, never raised: the event
+        stands (`downstream_failed` tells)."""
+        rows: list[tuple] = []
+        try:
+            if event == "rolled_back":  # a process of its own: the project as it is now
+                self.dbt.invoke("parse")
+            found = downstream_of(models)
+            stale = {"rebuild": [], "full refresh": []}
+            for node in found:
+                if node.resource_type == "model" and node.refresh in stale:
+                    stale[node.refresh].append(node.name)
+            rebuilt: dict[str, tuple[str, str | None]] = {}
+            if self.rebuild_downstream:
+                for refresh, names in stale.items():
+                    if names:
+                        extra = ("--full-refresh",) if refresh == "full refresh" else ()
+                        for n in self.dbt.invoke("run", *extra, "--select", *names, check=False):
+                            if n.resource_type == "model":
+                                rebuilt[n.name] = ("rebuilt", None) if n.status == "success" else \
+                                    ("rebuild failed", f"{n.status}: {n.message or ''}"[:500])
+            for node in found:
+                if node.resource_type == "exposure":
+                    rows.append(("exposure", node.name, None, None, "to refresh", node.detail, None))
+                    continue
+                status, message = rebuilt.get(node.name) or (
+                    ("stale", None) if node.refresh in stale or node.refresh == "backfill" else ("current", None))
+                rows.append(("model", node.name, node.name, node.materialized, status, message or node.detail, None))
+            # one dbt invocation, when any downstream model has a data test
+            tested = tested_models([n.name for n in found if n.resource_type == "model"])
+            if tested:
+                for n in self.dbt.invoke("test", "--select", *tested, check=False):
+                    if n.resource_type == "test":
+                        rows.append(("test", n.name, n.attached_node.split(".")[2] if n.attached_node else None,
+                                     None, n.status, n.generic_test, n.failures))
+        except Exception as error:  # the event stands; what could not be checked is recorded
+            rows.append(("error", "downstream health", None, None, "error", str(error)[:2000], None))
+        if rows:
+            control.record_downstream(run_id, event, rows)
+        self._print_downstream(event, rows)
+
+    def _print_downstream(self, event: str, rows: list[tuple]) -> None:
+        if not rows:
+            self.console.print(f"downstream: nothing reads the {event.replace('_', ' ')} models")
+            return
+        consumers = [r for r in rows if r[0] == "exposure"]
+        if consumers:
+            self.console.print("[yellow]consumers to refresh[/] (exposures): "
+                               + "; ".join(f"{r[1]} ({r[5]})" if r[5] else r[1] for r in consumers))
+        for kind, name, _model, materialized, status, detail, _failures in rows:
+            if kind == "model" and status != "current":
+                colour = "green" if status == "rebuilt" else "red" if status == "rebuild failed" else "yellow"
+                self.console.print(f"[{colour}]{status}[/] {name} ({materialized}): {detail}")
+        tests = [r for r in rows if r[0] == "test"]
+        failing = [r for r in tests if r[4] not in ("pass", "warn")]
+        if tests:
+            self.console.print(f"downstream data tests: {len(tests) - len(failing)} passed, {len(failing)} failed"
+                               + "".join(f"\n  [red]{r[4]}[/] {r[1]} ({r[6]})" for r in failing))
+        for row in (r for r in rows if r[0] == "error"):
+            self.console.print(f"[red]downstream not checked[/]: {row[5]}")
+
+    def downstream_failed(self, run_id: str, event: str = "published") -> bool:
+        """A data test downstream failed, a rebuild failed, or the check itself did, after the
+        latest `event` of the run."""
+        return any((r.resource_type == "test" and r.status not in ("pass", "warn"))
+                   or r.status in ("rebuild failed", "error")
+                   for r in Control(self.spark).downstream(run_id, event))
 
     # -- helpers -------------------------------------------------------------------------------
     def _open(self, run_id: str) -> tuple[Control, Run]:
@@ -1155,6 +1260,7 @@ class Backfill:
             for f in control.date_figures(run.run_id):
                 lines.append(f"  {f.model_name} {f.event_date or 'all dates'} {f.figure}: {_plain(f.before_value)} -> "
                              f"{_plain(f.after_value)}")
+            lines.extend(_downstream_lines(control.downstream(run.run_id, "published")))
             if run.status == "rolled_back":
                 lines.append(f"  rolled back: {run.message}")
         return lines
@@ -1219,9 +1325,20 @@ class Backfill:
         for t in control.tables(run.run_id):
             tables.add_row(t.table_name, str(t.base_snapshot_id), str(t.pre_publish_snapshot_id),
                            str(t.published_snapshot_id), str(t.rolled_back_at or "-"))
+        shown = [head, windows, tables]
+        recorded_downstream = control.downstream(run.run_id)
+        if recorded_downstream:
+            downstream = Table(title="downstream, after the publish (and the rollback): models, exposures to "
+                                     "refresh, data tests")
+            for column in ("after", "kind", "name", "model", "status", "refresh / detail", "failures"):
+                downstream.add_column(column)
+            for r in recorded_downstream:
+                downstream.add_row(r.event, r.resource_type, r.name, r.model_name or "-", r.status, r.detail or "-",
+                                   "-" if r.failures is None else str(r.failures))
+            shown.append(downstream)
         figures = control.date_figures(run.run_id)
         if not figures:
-            return [head, windows, tables]
+            return shown
         cost = Table(title="the cost of the missed window, per date: before the restatement -> announced by "
                            "its dry run -> held after it")
         for column in ("model", "date", "late keys", "figure", "before", "announced", "after"):
@@ -1231,4 +1348,4 @@ class Backfill:
                          str(f.late_keys), f.figure,
                          *(f"{v.normalize():f}" if v is not None else "-"
                            for v in (f.before_value, f.announced_value, f.after_value)))
-        return [head, windows, tables, cost]
+        return [*shown, cost]

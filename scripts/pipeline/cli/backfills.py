@@ -16,6 +16,10 @@ _plan_out = click.option("--plan-out", metavar="FILE", type=click.Path(dir_okay=
                               "run nothing: `pipeline apply FILE` runs exactly it. Needs --reason.")
 _reason = click.option("--reason", metavar="TEXT",
                        help="Why history is rewritten; required unless --dry-run, recorded with the run.")
+_rebuild = click.option("--rebuild-downstream", is_flag=True,
+                        help="Once published (rolled back), rebuild the tables and plain incremental models "
+                             "downstream, left stale by it (a plain incremental model is fully refreshed), before "
+                             "their data tests run. Default: name them, with the command that refreshes them.")
 
 
 def _refusals():
@@ -25,18 +29,23 @@ def _refusals():
     return PlanError, BackfillRefused
 
 
-def _runner(out):
+def _runner(out, rebuild_downstream: bool = False):
     from pipeline.backfill.runner import Backfill
     from pipeline.dbt import Dbt
     from pipeline.engine import get_engine
 
-    return Backfill(Dbt(quiet=True), get_engine(), out)
+    runner = Backfill(Dbt(quiet=True), get_engine(), out)
+    runner.rebuild_downstream = rebuild_downstream
+    return runner
 
 
 def _show_run(runner, out, run_id: str) -> int:
+    """The run's tables; 0 published, 4 published and something downstream failed, else 1."""
     for table in runner.status(run_id):
         out.print(table)
-    return 0 if runner.status_of(run_id) == "published" else 1
+    if runner.status_of(run_id) != "published":
+        return 1
+    return 4 if runner.downstream_failed(run_id) else 0
 
 
 def register(group: click.Group) -> None:
@@ -56,8 +65,10 @@ def register(group: click.Group) -> None:
                   help="Continue an interrupted or failed run after its last finished window.")
     @click.option("--abandon", metavar="RUN_ID", help="Drop an unpublished run's branches and release its lock.")
     @_plan_out
+    @_rebuild
     @refusing(_refusals)
-    def backfill(start, end, select, batch_days, reason, dry_run, resume, abandon, plan_out, out) -> int:
+    def backfill(start, end, select, batch_days, reason, dry_run, resume, abandon, plan_out, rebuild_downstream,
+                 out) -> int:
         """Restate the models' rows whose event date is in [--start, --end): one `dbt run --vars` per
         window of at most --batch-days days, all writes on an Iceberg branch per table, data tests on
         the branches, then every table published at once (or none). Checkpointed (--resume),
@@ -82,7 +93,7 @@ def register(group: click.Group) -> None:
             parse_selectors(select)
             if not dry_run or plan_out:
                 check_reason(reason)
-        runner = _runner(out)
+        runner = _runner(out, rebuild_downstream)
         if abandon:
             runner.abandon(abandon)
             out.print(f"abandoned {abandon}")
@@ -115,8 +126,10 @@ def register(group: click.Group) -> None:
                        "Default: var restatement_max_partitions (unset: no ceiling).")
     @click.option("--approved-by", metavar="NAME",
                   help="Who approved a restatement over the cost ceiling; recorded with its reason.")
+    @_rebuild
     @refusing(_refusals)
-    def restate(select, batch_days, reason, dry_run, plan_out, max_partitions, approved_by, out) -> int:
+    def restate(select, batch_days, reason, dry_run, plan_out, max_partitions, approved_by, rebuild_downstream,
+                out) -> int:
         """The deep restatement, meant to run on a schedule: backfill only the event dates of rows
         that arrived after their lookback window and that the late-data policy lets it restate.
         Reads audit_unreflected_changes (keys whose current source state is not in the mart and
@@ -136,7 +149,7 @@ def register(group: click.Group) -> None:
         if approved_by and max_partitions is None:
             raise PlanError("--approved-by approves a restatement over the cost ceiling: no ceiling is set "
                             "(--max-partitions, var restatement_max_partitions)")
-        runner = _runner(out)
+        runner = _runner(out, rebuild_downstream)
         restatement = runner.restate_plan(select, batch_days)
         try:
             _show_pending(runner, out, select)
@@ -211,8 +224,9 @@ def register(group: click.Group) -> None:
     @click.option("--check", is_flag=True,
                   help="Only check the files (fields, hash, parameters, every model a model of the project), "
                        "without Spark: for CI over a folder of plans. Runs nothing.")
+    @_rebuild
     @refusing(_refusals)
-    def apply(plan_files, replan, check, out) -> int:
+    def apply(plan_files, replan, check, rebuild_downstream, out) -> int:
         """Run the backfill or restatement of PLAN exactly: its hash is checked (a plan edited after
         planning is refused), the plan is made again from its parameters on the code and data of now,
         and a different scope (models, tables, windows, a restatement's late keys), different gates
@@ -231,7 +245,7 @@ def register(group: click.Group) -> None:
             raise PlanError("apply runs one plan at a time (several only with --check)")
         path = Path(plan_files[0])
         planned, text = plans.load_with_text(path)
-        runner = _runner(out)
+        runner = _runner(out, rebuild_downstream)
         parameters = planned["parameters"]
         impacts = None
         try:  # restate_plan holds the audit's rows: released however this ends
@@ -336,15 +350,19 @@ def register(group: click.Group) -> None:
 
     @command(group, "rollback", short_help="Restore a published backfill's tables to before it.")
     @click.argument("run_id")
+    @_rebuild
     @refusing(_refusals)
-    def rollback(run_id, out) -> int:
-        """Restore every table of the published backfill RUN_ID (bf_...) to its snapshot before publishing."""
+    def rollback(run_id, rebuild_downstream, out) -> int:
+        """Restore every table of the published backfill RUN_ID (bf_...) to its snapshot before publishing;
+        then, as after a publish, check what reads those tables (the data tests downstream, the stale
+        models, the exposures to tell)."""
         from pipeline.backfill.plan import check_run_id
 
         check_run_id(run_id)
-        _runner(out).rollback(run_id)
+        runner = _runner(out, rebuild_downstream)
+        runner.rollback(run_id)
         out.print(f"rolled back {run_id}")
-        return 0
+        return 4 if runner.downstream_failed(run_id, "rolled_back") else 0
 
 
 def _write_plan(out, runner, plan, path: str, document: dict) -> int:
