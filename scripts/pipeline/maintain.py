@@ -136,10 +136,10 @@ def _backfill_holds(spark: Sql) -> tuple[dict[str, str], dict[str, tuple[str, in
         "select runs.run_id, runs.status, tables.table_name, tables.pre_publish_snapshot_id,"
         " tables.published_snapshot_id from control.backfill_runs as runs"
         " inner join control.backfill_tables as tables on runs.run_id = tables.run_id"
-        " where runs.status in ('running', 'published') and tables.rolled_back_at is null"
+        " where runs.status in ('running', 'paused', 'published') and tables.rolled_back_at is null"
     ).collect()
     for row in rows:
-        if row.status == "running":
+        if row.status in ("running", "paused"):  # a commit to its main would make it run again
             held[row.table_name] = row.run_id
         elif (row.pre_publish_snapshot_id is not None and row.pre_publish_snapshot_id != row.published_snapshot_id
               and iceberg.only_compactions_since(spark, row.table_name, row.published_snapshot_id)):

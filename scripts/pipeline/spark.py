@@ -53,6 +53,21 @@ def lock_warehouse(state: Path) -> None:
     _held.append(handle)
 
 
+def holder(state: Path | None = None) -> str | None:
+    """Who holds the embedded warehouse now (`process <pid>`), or None: nobody does."""
+    path = (state or paths.state_dir()) / "warehouse.lock"
+    if not path.exists():
+        return None
+    with path.open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            return handle.read().strip() or "another process"
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return None
+
+
 def render_profile(target: str | None = None) -> dict:
     """One output of the project's profile (its dbt_project.yml `profile:` in profiles.yml of
     the profiles folder) rendered as dbt renders it (env_var and the as_number / as_bool /

@@ -259,22 +259,78 @@ def test_overlapping_backfill_is_refused_and_a_stale_lock_is_reported(built: War
     assert Control(built.spark).active_runs() == []
 
 
-def test_publish_is_refused_when_a_daily_run_moved_main_meanwhile(built: Warehouse):
-    backfill = runner(built, stale_after=timedelta(0))
-    backfill.after_window = lambda window: (_ for _ in ()).throw(SimulatedCrash)
-    with pytest.raises(SimulatedCrash):
+def test_publish_is_refused_when_a_commit_moved_main_meanwhile(built: Warehouse):
+    """A commit to main while the run is running (here, after its last window, before its gate)
+    would be overwritten by the fast-forward: the publish is refused, main kept as it is."""
+    backfill = runner(built)
+
+    def commit_to_main(window) -> None:
+        if window.index == 1:
+            built.spark.conf.unset("spark.wap.branch")  # the windows' branch: this commit is main's
+            built.spark.sql("update marts.fct_order_item set net_amount = net_amount"
+                            " where order_date = date'2025-01-04'")
+
+    backfill.after_window = commit_to_main
+    with pytest.raises(BackfillRefused, match="moved after the backfill started"):
         backfill.start(backfill.plan("2025-01-01", "2025-01-03", "fct_order_item", 1), "interleave")
-    [run] = Control(built.spark).active_runs()
+    moved = snapshots(built)
+    [run] = Control(built.spark).runs()
+    assert run.status == "publish_refused" and snapshots(built) == moved
+
+
+def test_a_backfill_pauses_for_the_fresh_data_and_resumes_on_the_tables_the_daily_run_moved(built: Warehouse):
+    """The fresh data's lane: a window that would run into not_during does not start (the run
+    pauses at the boundary, its finished window checkpointed, its branches and its models held);
+    the daily run commits meanwhile; the resume cuts the moved tables' branches again from main,
+    runs the finished window again and publishes: equal to a full refresh, the daily run's
+    change kept. A pause asked by the daily job (`pipeline backfill --pause`) is taken at the next
+    boundary; one asked before the run started is not its own."""
+    from pipeline.backfill.plan import parse_daily_span
+    from pipeline.backfill.runner import request_pause
+
+    lane = runner(built)
+    lane.not_during = parse_daily_span("05:00-07:30", "--not-during")
+    lane.clock = lambda: datetime(2026, 12, 1, 4, 59, 58).astimezone()  # the first window fits, no second
+    run_id = lane.start(lane.plan("2025-01-01", "2025-01-03", "fct_order_item", 1), "repair, around the daily run")
+    [run] = Control(built.spark).runs(run_id)
+    assert run.status == "paused" and "would run into not_during 05:00-07:30" in run.message, run.message
+    assert "resume after 07:30" in run.message
+    assert [w.status for w in Control(built.spark).windows(run_id)] == ["done", "pending"]
+    with pytest.raises(BackfillRefused, match=f"paused .*--resume {run_id}"):  # its models stay held
+        other = runner(built)
+        other.start(other.plan("2025-01-02", "2025-01-03", "fct_order_item", 1), "overlaps")
+
+    # the daily run takes the warehouse: a new order line lands, the facts' main moves
     built.land(order_items=[item(10**6, 1, "2025-01-04 23:00")])
     built.spark.sql("insert into raw.orders select 1000000, 1, 'web', 'placed', timestamp'2025-01-04 23:00',"
                     " timestamp'2025-01-04 23:00', false, current_timestamp(), 'daily' ")
-    built.dbt_run(*SHOP_FACTS)  # the daily run commits to main while the backfill is paused
-    daily = snapshots(built)
-    backfill.after_window = None
-    with pytest.raises(BackfillRefused, match="moved after the backfill started"):
-        backfill.resume(run.run_id)
-    assert snapshots(built) == daily
-    assert Control(built.spark).runs(run.run_id)[0].status == "publish_refused"
+    based = {t.table_name: t.base_snapshot_id for t in Control(built.spark).tables(run_id)}
+    built.dbt_run(*SHOP_FACTS, *(a.name for a in SHOP_AGGREGATES))
+    assert built.snapshot_id("marts.fct_order_item") != based["marts.fct_order_item"]
+
+    resumed = runner(built)
+    assert resumed.resume(run_id) == run_id
+    [run] = Control(built.spark).runs(run_id)
+    assert run.status == "published", run.message
+    events = built.rows(f"select window_index, status from control.backfill_window_events where run_id = '{run_id}'"
+                        " order by recorded_at")
+    # window 0: pending, done, pending again (the branch cut again), done; window 1 once
+    assert [tuple(e) for e in events if e.window_index == 0] == [(0, "pending"), (0, "done"), (0, "pending"),
+                                                                 (0, "done")]
+    rebased = {t.table_name: t.base_snapshot_id for t in Control(built.spark).tables(run_id)}
+    assert rebased["marts.fct_order_item"] != based["marts.fct_order_item"]  # cut again from the daily run's main
+    assert built.table("marts.fct_order_item") == full_refresh_result(built, "marts.fct_order_item")
+    assert built.rows("select count(*) from marts.fct_order_item where order_id = 1000000")[0][0] == 1
+
+    # asked to pause by the daily job: taken at the next boundary; a request older than the run ignored
+    request_pause("a request nobody took")
+    asked = runner(built)
+    asked.after_window = lambda window: request_pause("the daily job")
+    run_id = asked.start(asked.plan("2025-01-02", "2025-01-04", "fct_order_item", 1), "asked to pause")
+    [run] = Control(built.spark).runs(run_id)
+    assert run.status == "paused" and "the fresh data asked for the warehouse (the daily job" in run.message
+    assert [w.status for w in Control(built.spark).windows(run_id)] == ["done", "pending"]
+    asked.abandon(run_id)
 
 
 def test_dry_run_writes_nothing(built: Warehouse):

@@ -79,6 +79,10 @@ def test_run_ids_are_strict(run_id):
     ["maintain", "--tables", "raw.orders;drop"],
     # Iceberg removes no orphan file younger than a day: refused here, not by a Java exception later
     ["maintain", "--orphan-days", "0"],
+    # the fresh data's lane: a span of local times, checked before anything starts
+    ["backfill", "--start", "2025-01-01", "--end", "2025-01-05", "--reason", "r", "--not-during", "5:00-7:30"],
+    ["restate", "--reason", "r", "--not-during", "07:30-07:30"],
+    ["backfill", "--pause", "--resume", "bf_20251122_101010_abcdef"],
 ])
 def test_cli_refuses_bad_arguments_before_spark_or_any_sql_starts(args, tmp_path: Path):
     env = dict(os.environ, PIPELINE_STATE_DIR=str(tmp_path / "state"))
@@ -87,6 +91,28 @@ def test_cli_refuses_bad_arguments_before_spark_or_any_sql_starts(args, tmp_path
     assert result.returncode == 2, result.stdout + result.stderr
     assert "refused" in result.stdout
     assert not (tmp_path / "state").exists()  # no metastore, no warehouse: nothing started
+
+
+def test_the_fresh_datas_span_is_a_daily_local_span_that_a_window_must_not_touch():
+    """`HH:MM-HH:MM`: a window that would end inside the span, or starts in it, touches it (and
+    says when it closes); one that ends before it does not; a span may cross midnight."""
+    from datetime import datetime
+
+    from pipeline.backfill.plan import parse_daily_span
+
+    morning = parse_daily_span("05:00-07:30", "--not-during")
+    assert str(morning) == "05:00-07:30"
+    assert morning.meets(datetime(2026, 1, 1, 4, 50), 300) is None  # ends 04:55
+    assert morning.meets(datetime(2026, 1, 1, 4, 50), 900) == datetime(2026, 1, 1, 7, 30)  # would end 05:05
+    assert morning.meets(datetime(2026, 1, 1, 6, 0), 0) == datetime(2026, 1, 1, 7, 30)  # inside it
+    assert morning.meets(datetime(2026, 1, 1, 7, 30), 60) is None  # it has closed
+    night = parse_daily_span("22:00-02:00", "--not-during")
+    assert night.meets(datetime(2026, 1, 1, 1, 0), 0) == datetime(2026, 1, 1, 2, 0)
+    assert night.meets(datetime(2026, 1, 1, 21, 0), 3700) == datetime(2026, 1, 2, 2, 0)
+    assert night.meets(datetime(2026, 1, 1, 2, 0), 3600) is None
+    for bad in ("5:00-7:30", "05:00 - 07:30", "24:00-01:00", "07:30-07:30", 530):
+        with pytest.raises(PlanError, match="--not-during"):
+            parse_daily_span(bad, "--not-during")
 
 
 def test_explain_refuses_a_model_not_of_the_framework_kind_before_spark_starts(tmp_path: Path):

@@ -1,7 +1,7 @@
 """The backfill control tables (schema `control`), written only through bound parameters.
 
 - backfill_runs: one row per run: parameters, reason, git commit, status, owner, heartbeat.
-  A row in status 'running' is the lock on its models.
+  A row in status 'running' or 'paused' is the lock on its models.
 - backfill_window_events: append-only, one row per window state: 'pending' for every window
   when the run is created (one statement), 'done' when its dbt run finished, with its start and
   end times and rows added/deleted per table (JSON, from the Iceberg snapshot summaries of the
@@ -43,7 +43,7 @@ from pipeline import iceberg
 from pipeline.engine import Sql
 
 SCHEMA = "control"
-ACTIVE = ("running",)
+ACTIVE = ("running", "paused")  # a run that holds its models (and its branches)
 
 _DDL = {
     "backfill_runs": """
@@ -211,6 +211,11 @@ class Control:
     def tables(self, run_id: str) -> list:
         return self._read("backfill_tables", f"select * from {SCHEMA}.backfill_tables where run_id = :run_id"
                           " order by table_name", run_id=run_id)
+
+    def rebase_table(self, run_id: str, table: str, base: int | None) -> None:
+        """The table's branch was cut again, from main at `base`."""
+        self._sql(f"update {SCHEMA}.backfill_tables set base_snapshot_id = cast(:base as bigint)"
+                  " where run_id = :run_id and table_name = :t", base=base, run_id=run_id, t=table)
 
     def table_published(self, run_id: str, table: str, pre: int, published: int) -> None:
         self._sql(f"update {SCHEMA}.backfill_tables set pre_publish_snapshot_id = :pre, published_snapshot_id = :pub"

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, time, timedelta
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_SPAN = re.compile(r"([01]\d|2[0-3]):([0-5]\d)-([01]\d|2[0-3]):([0-5]\d)")
 _SELECTOR = re.compile(r"\+?[A-Za-z_][A-Za-z0-9_]*\+?")
 _RUN_ID = re.compile(r"bf_\d{8}_\d{6}_[0-9a-f]{6}")
 MAX_REASON = 500
@@ -54,6 +55,40 @@ def check_reason(text: str | None, option: str = "--reason") -> str:
     if any(ord(ch) < 32 and ch != "\t" or 0x7f <= ord(ch) < 0xa0 or ch in "\u2028\u2029" for ch in reason):
         raise PlanError(f"{option} contains control characters")
     return reason
+
+
+@dataclass(frozen=True)
+class DailySpan:
+    """A time of day a backfill keeps clear for the fresh data (`not_during`): [start, end) each
+    day, in the machine's local time; an end before the start spans midnight (22:00-02:00)."""
+    start: time
+    end: time
+
+    def __str__(self) -> str:
+        return f"{self.start:%H:%M}-{self.end:%H:%M}"
+
+    def meets(self, begin: datetime, seconds: float) -> datetime | None:
+        """When the first span that [begin, begin + seconds] touches closes (None: it touches none)."""
+        finish = begin + timedelta(seconds=max(0.0, seconds))
+        for offset in (-1, 0, 1):
+            day = begin.date() + timedelta(days=offset)
+            opens = datetime.combine(day, self.start, begin.tzinfo)
+            closes = datetime.combine(day + timedelta(days=1 if self.end <= self.start else 0), self.end,
+                                      begin.tzinfo)
+            if opens <= finish and begin < closes:
+                return closes
+        return None
+
+
+def parse_daily_span(text: object, argument: str) -> DailySpan:
+    """`HH:MM-HH:MM` (24-hour, local time), start and end different; refusals name `argument`."""
+    match = _SPAN.fullmatch(text) if isinstance(text, str) else None
+    if not match:
+        raise PlanError(f"{argument} must be a time span HH:MM-HH:MM (24-hour, local time), got {text!r}")
+    span = DailySpan(time(int(match[1]), int(match[2])), time(int(match[3]), int(match[4])))
+    if span.start == span.end:
+        raise PlanError(f"{argument} {text!r} starts and ends at the same time: an empty span, or a whole day")
+    return span
 
 
 def check_run_id(text: str) -> str:

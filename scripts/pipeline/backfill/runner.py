@@ -22,10 +22,12 @@ import secrets
 import socket
 import subprocess
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 from typing import Callable
 
 from rich.console import Console
@@ -199,6 +201,19 @@ def _owner_gone(owner: str) -> bool:
     return False
 
 
+def pause_request_path() -> Path:
+    """The file `pipeline backfill --pause` leaves for a running backfill of this state folder:
+    it pauses at its next window boundary and takes the file."""
+    return paths.state_dir() / "backfill.pause"
+
+
+def request_pause(by: str) -> Path:
+    path = pause_request_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"{by} at {datetime.now().astimezone():%Y-%m-%d %H:%M:%S %Z}")
+    return path
+
+
 def git_commit() -> str:
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=paths.PROJECT_DIR, capture_output=True, text=True, check=True)
@@ -231,6 +246,11 @@ class Backfill:
         # after a publish or a rollback, rebuild the stale models downstream (tables, plain
         # incremental models: `_downstream_health`) before their data tests run
         self.rebuild_downstream = False
+        # the fresh data's lane: a time of day kept clear (var backfill_not_during, --not-during):
+        # no window starts that would run into it; and the clock that tells (tests set their own)
+        self.not_during: planning.DailySpan | None = None
+        self.clock: Callable[[], datetime] = lambda: datetime.now().astimezone()
+        self._began = time.time()  # a pause request older than this is not this run's
 
     # -- planning ----------------------------------------------------------------------------
     def plan(self, start: str, end: str, select: str | None, batch_days: int) -> Plan:
@@ -873,8 +893,9 @@ class Backfill:
     def resume(self, run_id: str) -> str:
         self._refuse_ungated_cluster()
         control, run = self._open(run_id)
-        if run.status not in ("running", "failed"):
-            raise BackfillRefused(f"run {run_id} is {run.status}; only a running (interrupted) or failed run resumes")
+        if run.status not in ("running", "failed", "paused"):
+            raise BackfillRefused(f"run {run_id} is {run.status}; only a running (interrupted), failed or paused run "
+                                  "resumes")
         if run.status == "running" and not self._stale(run):
             raise BackfillRefused(f"run {run_id} is held by {run.owner} (heartbeat {run.heartbeat_at}); "
                                   "wait for it, or resume once its heartbeat is older than "
@@ -886,7 +907,57 @@ class Backfill:
         if run.git_commit != (commit := git_commit()):
             self.console.print(f"[yellow]note:[/] the project is at commit {commit}, the run started at "
                                f"{run.git_commit}: the remaining windows run the current models")
+        self._rebase_if_main_moved(control, run_id)
         return self._execute(control, run_id)
+
+    # -- the fresh data's lane -------------------------------------------------------------------
+    def _pause_reason(self, window_seconds: float) -> str | None:
+        """Why the next window must not start now, or None: the daily run asked for the warehouse
+        (`pipeline backfill --pause`: a request file in the state folder, taken here), or the
+        window, as long as the longest so far, would run into not_during."""
+        request = pause_request_path()
+        try:
+            asked_at = request.stat().st_mtime
+        except FileNotFoundError:
+            asked_at = None
+        if asked_at is not None:
+            asked = request.read_text(errors="replace").strip()[:200]
+            request.unlink(missing_ok=True)
+            # a request older than this process's start was meant for a run that has ended since
+            if asked_at >= self._began:
+                return f"the fresh data asked for the warehouse ({asked or 'pipeline backfill --pause'})"
+        if self.not_during is not None:
+            now = self.clock()
+            reopens = self.not_during.meets(now, window_seconds)
+            if reopens is not None:
+                return (f"the next window (about {window_seconds:.0f} s) would run into not_during "
+                        f"{self.not_during} (local time); resume after {reopens:%H:%M}")
+        return None
+
+    def _rebase_if_main_moved(self, control: Control, run_id: str) -> None:
+        """A daily run (or anything else) committed to a table while the run was paused or down:
+        its branch would overwrite that at the publish. Its branch is cut again from main as it is
+        now, and every finished window is run again (a window MERGEs what its dates should hold
+        from the sources: the same answer, on the new base). Not once a publish has begun."""
+        tables = control.tables(run_id)
+        if any(t.published_snapshot_id is not None for t in tables):
+            return  # a publish under way: _execute finishes it, or refuses
+        # main at the branch's head was fast-forwarded by this run's own publish, which a crash
+        # interrupted before it was recorded: carried, not moved (_refuse_if_main_moved)
+        moved = [t for t in tables
+                 if iceberg.current_snapshot_id(self.spark, t.table_name) not in (
+                     t.base_snapshot_id, iceberg.branch_head(self.spark, t.table_name, run_id))]
+        if not moved:
+            return
+        for table in moved:
+            self.spark.sql(f"alter table {table.table_name} drop branch if exists `{run_id}`")
+            control.rebase_table(run_id, table.table_name, iceberg.current_snapshot_id(self.spark, table.table_name))
+        done = [planning.Window(w.window_index, w.window_start, w.window_end)
+                for w in control.windows(run_id) if w.status == "done"]
+        if done:
+            control.add_windows(run_id, done)
+        self.console.print(f"[yellow]note:[/] main of {', '.join(t.table_name for t in moved)} moved since the "
+                           f"branches were cut: cut again from main, and the {len(done)} finished windows run again")
 
     def abandon(self, run_id: str) -> None:
         """Give up an unpublished run: drop its branches, release its lock. Main is untouched."""
@@ -933,6 +1004,7 @@ class Backfill:
                 # window whose checkpoint a crash lost is simply run again (the MERGE is idempotent)
                 checkpoints = cleanup.enter_context(ThreadPoolExecutor(1, thread_name_prefix=f"checkpoint-{run_id}"))
                 pending: Future | None = None
+                paused: str | None = None
                 with Progress(console=self.console, transient=False) as progress:
                     task = progress.add_task(f"{run_id} windows", total=len(windows),
                                              completed=len(windows) - len(todo))
@@ -948,13 +1020,21 @@ class Backfill:
                             f"{(finished - started).total_seconds():.1f} s: "
                             + ", ".join(f"{t} +{c['added']}/-{c['deleted']}" for t, c in stats.items()))
 
+                    # how long a window takes: the longest so far (this process's and the run's
+                    # recorded ones), to tell whether the next one would run into not_during
+                    took = [(w.finished_at - w.started_at).total_seconds() for w in windows
+                            if w.status == "done" and w.started_at and w.finished_at]
                     for window in todo:
+                        paused = self._pause_reason(max(took, default=0.0))
+                        if paused is not None:
+                            break
                         started = datetime.now(UTC)
                         # --no-populate-cache: the MERGE looks up its one target table lazily,
                         # instead of dbt listing every schema of the project first (~0.35 s a window)
                         self.dbt.invoke("run", "--no-write-json", "--no-populate-cache", "--select", *run.models,
                                         "--vars", json.dumps({**window.dbt_vars, "backfill_branch": run_id}))
                         finished = datetime.now(UTC)
+                        took.append((finished - started).total_seconds())
                         if pending is not None:
                             pending.result()  # the previous window's checkpoint failed: stop here
                         pending = checkpoints.submit(checkpoint, window, self.dbt.last_invocation_id(), started,
@@ -964,6 +1044,13 @@ class Backfill:
                             self.after_window(window)
                     if pending is not None:
                         pending.result()
+                if paused is not None:  # every finished window checkpointed; branches kept
+                    control.set_status(run_id, "paused", paused)
+                    self.console.print(f"[yellow]paused[/] {run_id} before window {window.index + 1}/{len(windows)}: "
+                                       f"{paused}; `pipeline backfill --resume {run_id}` continues it (a table "
+                                       "whose main moved meanwhile gets its branch cut again, and the finished "
+                                       "windows run again)")
+                    return run_id
                 self._refuse_if_main_moved(control, run_id)
                 if not isinstance(self.spark, ThriftSql):
                     # the embedded session is every dbt connection's: the gate's tests read the
@@ -1174,6 +1261,11 @@ class Backfill:
             overlap = sorted(set(run.models) & set(models))
             if run.run_id == except_run or not overlap:
                 continue
+            if run.status == "paused":
+                raise BackfillRefused(
+                    f"run {run.run_id} holds {', '.join(overlap)}, paused ({run.message}): "
+                    f"`pipeline backfill --resume {run.run_id}` to finish it or `pipeline backfill --abandon "
+                    f"{run.run_id}` to release it")
             if self._stale(run):
                 raise BackfillRefused(
                     f"run {run.run_id} still holds {', '.join(overlap)} but its owner {run.owner} is gone (last heartbeat "

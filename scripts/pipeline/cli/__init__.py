@@ -32,22 +32,24 @@ import click
 # refuses its command line, and 1 on an exception it does not catch.
 EXIT_CODES = {
     "land": "0 landed (or skipped); 2 a file or the contract refused, nothing appended",
-    "backfill": "0 published, dry run printed, or abandoned; 1 the gate or a window failed; "
+    "backfill": "0 published, dry run printed, abandoned, or a pause asked; 1 the gate or a window failed; "
                 "2 refused (bad argument, another run holds the lock, main moved); "
-                "4 published, and downstream a data test, a rebuild or the check failed (pipeline status RUN_ID)",
+                "4 published, and downstream a data test, a rebuild or the check failed (pipeline status RUN_ID); "
+                "5 paused at a window boundary for the fresh data (not during its span, or asked to pause)",
     "restate": "0 published, nothing to restate, or dry run; 1 the restatement's backfill did not publish, "
                "or dbt failed; 2 refused (a bad argument, a model without a declaration, the audit view missing "
                "or not covering a model, a model not built or not auditable, over the cost ceiling without "
                "an approval, or a backfill refusal); 3 published or nothing to restate, and rows late beyond "
                "their restatement window are held, pending sign-off; 4 published, and downstream a data test, "
-               "a rebuild or the check failed (pipeline status RUN_ID), whatever is held",
+               "a rebuild or the check failed (pipeline status RUN_ID), whatever is held; 5 paused for the "
+               "fresh data, as backfill",
     "signoff": "0 reviewed, signed off, or nothing held; 1 dbt failed; 2 refused (a bad argument, an "
                "approval without a name and a reason, a hash that is not the rows held now, or the audit view missing or "
                "not covering a model)",
     "apply": "0 published, re-planned (--replan) or checked (--check); 1 the backfill did not publish, or dbt failed; 2 refused "
              "(the plan file unreadable, edited after planning or stale: its scope or code differs from a plan "
              "made now; or a backfill refusal); 4 published, and downstream a data test, a rebuild or the "
-             "check failed (pipeline status RUN_ID)",
+             "check failed (pipeline status RUN_ID); 5 paused for the fresh data, as backfill",
     "status": "0 shown, or a replay plan written; 2 a malformed or unknown run id",
     "changelog": "0 listed",
     "rollback": "0 rolled back; 2 refused (the run is not published, or a table's main moved since); "

@@ -7,6 +7,8 @@ or dbt starts. Refusals (`PlanError`, `BackfillRefused`) exit 2, a dbt failure e
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from pipeline.cli import command, refusing
@@ -29,21 +31,46 @@ def _refusals():
     return PlanError, BackfillRefused
 
 
-def _runner(out, rebuild_downstream: bool = False):
+_not_during = click.option("--not-during", metavar="HH:MM-HH:MM",
+                           help="The fresh data's lane, in local time: start no window that would run into it "
+                                "(pause at the window boundary before, exit 5; --resume after). "
+                                "Default: var backfill_not_during (unset: none).")
+
+
+def _lane(not_during: str | None):
+    """--not-during, else var backfill_not_during, checked (None: no lane)."""
+    from pipeline import paths
+    from pipeline.backfill.plan import parse_daily_span
+
+    if not_during is not None:
+        return parse_daily_span(not_during, "--not-during")
+    try:
+        value = paths.project_var("backfill_not_during")
+    except KeyError:
+        return None
+    return None if value is None else parse_daily_span(value, "dbt_project.yml: var backfill_not_during")
+
+
+def _runner(out, rebuild_downstream: bool = False, not_during=None):
     from pipeline.backfill.runner import Backfill
     from pipeline.dbt import Dbt
     from pipeline.engine import get_engine
 
     runner = Backfill(Dbt(quiet=True), get_engine(), out)
     runner.rebuild_downstream = rebuild_downstream
+    runner.not_during = not_during
     return runner
 
 
 def _show_run(runner, out, run_id: str) -> int:
-    """The run's tables; 0 published, 4 published and something downstream failed, else 1."""
+    """The run's tables; 0 published, 4 published and something downstream failed, 5 paused for
+    the fresh data's lane, else 1."""
     for table in runner.status(run_id):
         out.print(table)
-    if runner.status_of(run_id) != "published":
+    status = runner.status_of(run_id)
+    if status == "paused":
+        return 5
+    if status != "published":
         return 1
     return 4 if runner.downstream_failed(run_id) else 0
 
@@ -64,19 +91,32 @@ def register(group: click.Group) -> None:
     @click.option("--resume", metavar="RUN_ID",
                   help="Continue an interrupted or failed run after its last finished window.")
     @click.option("--abandon", metavar="RUN_ID", help="Drop an unpublished run's branches and release its lock.")
+    @click.option("--pause", is_flag=True,
+                  help="Ask the running backfill of this warehouse to pause at its next window boundary (for "
+                       "the daily run); it exits 5, and --resume continues it.")
     @_plan_out
     @_rebuild
+    @_not_during
     @refusing(_refusals)
-    def backfill(start, end, select, batch_days, reason, dry_run, resume, abandon, plan_out, rebuild_downstream,
-                 out) -> int:
+    def backfill(start, end, select, batch_days, reason, dry_run, resume, abandon, pause, plan_out,
+                 rebuild_downstream, not_during, out) -> int:
         """Restate the models' rows whose event date is in [--start, --end): one `dbt run --vars` per
         window of at most --batch-days days, all writes on an Iceberg branch per table, data tests on
         the branches, then every table published at once (or none). Checkpointed (--resume),
-        reversible (rollback). Give exactly one of --start/--end, --resume, --abandon."""
+        reversible (rollback). Give exactly one of --start/--end, --resume, --abandon, --pause."""
         from pipeline.backfill.plan import PlanError, check_reason, check_run_id, parse_date, parse_selectors
 
-        if sum([bool(resume), bool(abandon), bool(start or end)]) != 1:
-            raise PlanError("give either --start/--end (a new backfill), --resume RUN_ID or --abandon RUN_ID")
+        if sum([bool(resume), bool(abandon), bool(start or end), pause]) != 1:
+            raise PlanError("give either --start/--end (a new backfill), --resume RUN_ID, --abandon RUN_ID or --pause")
+        if pause:
+            from pipeline.backfill.runner import request_pause
+            from pipeline.spark import holder
+
+            path = request_pause(f"pipeline backfill --pause, process {os.getpid()}")
+            out.print(f"asked the backfill to pause at its next window boundary ({path}); "
+                      f"the warehouse: {holder() or 'not held now'}", markup=False, highlight=False)
+            return 0
+        lane = _lane(not_during)
         if resume or abandon:
             if dry_run:
                 # a dry run plans a new backfill; resuming or abandoning one has nothing to plan,
@@ -93,7 +133,7 @@ def register(group: click.Group) -> None:
             parse_selectors(select)
             if not dry_run or plan_out:
                 check_reason(reason)
-        runner = _runner(out, rebuild_downstream)
+        runner = _runner(out, rebuild_downstream, lane)
         if abandon:
             runner.abandon(abandon)
             out.print(f"abandoned {abandon}")
@@ -127,9 +167,10 @@ def register(group: click.Group) -> None:
     @click.option("--approved-by", metavar="NAME",
                   help="Who approved a restatement over the cost ceiling; recorded with its reason.")
     @_rebuild
+    @_not_during
     @refusing(_refusals)
     def restate(select, batch_days, reason, dry_run, plan_out, max_partitions, approved_by, rebuild_downstream,
-                out) -> int:
+                not_during, out) -> int:
         """The deep restatement, meant to run on a schedule: backfill only the event dates of rows
         that arrived after their lookback window and that the late-data policy lets it restate.
         Reads audit_unreflected_changes (keys whose current source state is not in the mart and
@@ -149,7 +190,7 @@ def register(group: click.Group) -> None:
         if approved_by and max_partitions is None:
             raise PlanError("--approved-by approves a restatement over the cost ceiling: no ceiling is set "
                             "(--max-partitions, var restatement_max_partitions)")
-        runner = _runner(out, rebuild_downstream)
+        runner = _runner(out, rebuild_downstream, _lane(not_during))
         restatement = runner.restate_plan(select, batch_days)
         try:
             _show_pending(runner, out, select)
@@ -225,8 +266,9 @@ def register(group: click.Group) -> None:
                   help="Only check the files (fields, hash, parameters, every model a model of the project), "
                        "without Spark: for CI over a folder of plans. Runs nothing.")
     @_rebuild
+    @_not_during
     @refusing(_refusals)
-    def apply(plan_files, replan, check, rebuild_downstream, out) -> int:
+    def apply(plan_files, replan, check, rebuild_downstream, not_during, out) -> int:
         """Run the backfill or restatement of PLAN exactly: its hash is checked (a plan edited after
         planning is refused), the plan is made again from its parameters on the code and data of now,
         and a different scope (models, tables, windows, a restatement's late keys), different gates
@@ -245,7 +287,7 @@ def register(group: click.Group) -> None:
             raise PlanError("apply runs one plan at a time (several only with --check)")
         path = Path(plan_files[0])
         planned, text = plans.load_with_text(path)
-        runner = _runner(out, rebuild_downstream)
+        runner = _runner(out, rebuild_downstream, _lane(not_during))
         parameters = planned["parameters"]
         impacts = None
         try:  # restate_plan holds the audit's rows: released however this ends
