@@ -12,7 +12,10 @@ stamped with `_loaded_at` (ingestion time) and `_source_file`, and logged with i
 control.landed_files (the data test landed_rows_are_loaded_or_quarantined checks that every
 landed row is either loaded or quarantined). A file that was already landed into its table
 (same absolute path, recorded in `_source_file`) is skipped, so landing the same batch twice
-appends it once.
+appends it once. On the embedded warehouse one process lands at a time (the state folder's
+lock); through a Thrift Server two landings of one file may both find it not landed yet, so
+there the append and its log entry are MERGEs that Iceberg validates (serializable): the one
+that commits second is refused and tries again, and finds the file landed.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import os
 import re
 import shutil
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from glob import escape as glob_escape
 from pathlib import Path
@@ -33,11 +36,22 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 from pipeline import contract as contracts
 from pipeline.contract import Contract, ContractError, RawTable
-from pipeline.engine import Sql, literal
+from pipeline.engine import Sql, ThriftSql, literal
 
 
 class LandingError(ValueError):
     """A file that does not satisfy the landing contract."""
+
+
+class LandingConflict(RuntimeError):
+    """A commit refused by concurrent landings more times than a landing tries: the files of the
+    batch before it are appended (landing the batch again skips and logs them)."""
+
+
+# a commit refused by Iceberg's optimistic concurrency: another writer committed to the table
+# meanwhile a change this one's validation conflicts with
+_CONFLICT = re.compile(r"ValidationException|CommitFailedException|[Ff]ound conflicting")
+CONFLICT_ATTEMPTS = 5  # a landing tries a refused commit again this many times, then fails
 
 
 @dataclass(frozen=True)
@@ -47,6 +61,7 @@ class LandedFile:
     relation: str  # schema.table
     rows: int
     skipped: bool = False
+    refused: int = 0  # commits of its append that a concurrent landing's refused (then tried again)
 
 
 def table_for(path: Path, contract: Contract) -> RawTable:
@@ -288,21 +303,50 @@ def ensure_raw_tables(spark: Sql, contract: Contract) -> None:
               " file_rows bigint, landed_at timestamp) using iceberg tblproperties ('format-version' = '2')")
 
 
-def _log_landed(spark: Sql, files: list[tuple[str, Path, int]]) -> None:
-    """One commit to the landing log for the files (source.table, path, rows) of a batch."""
+def _log_landed(spark: Sql, files: list[tuple[str, Path, int]], exclusive: bool = True) -> None:
+    """One commit to the landing log for the files (source.table, path, rows) of a batch. Not
+    `exclusive` (another process may log the same file at once): a MERGE that adds only the
+    files not logged yet, and that Iceberg refuses if a file was logged meanwhile."""
     if files:
         rows, args = [], {}
         for n, (table, path, count) in enumerate(files):
             rows.append(f"(:t{n}, :f{n}, cast(:r{n} as bigint), current_timestamp())")
             args.update({f"t{n}": table, f"f{n}": str(path), f"r{n}": count})
-        spark.sql(f"insert into {LANDED_FILES} values {', '.join(rows)}", args=args)
+        if exclusive:
+            spark.sql(f"insert into {LANDED_FILES} values {', '.join(rows)}", args=args)
+            return
+        _retried(lambda: spark.sql(
+            f"merge into {LANDED_FILES} as logged using (select * from values {', '.join(rows)}"
+            " as batch(table_name, source_file, file_rows, landed_at)) as batch"
+            " on logged.table_name = batch.table_name and logged.source_file = batch.source_file"
+            # never taken for a file logged before the MERGE read the table (it is not in the
+            # batch): the clause makes the MERGE a row-level write, which Iceberg validates
+            # against the files logged meanwhile (an insert-only MERGE is a plain append)
+            " when matched then update set logged.landed_at = logged.landed_at"
+            " when not matched then insert *", args=args), f"the landing log {LANDED_FILES}")
 
 
-def _append(spark: Sql, checked: CheckedFile) -> None:
+def _retried(commit, what: str) -> int:
+    """Run a commit; refused by a concurrent one (Iceberg's validation), run it again, a bounded
+    number of times. How many times it was refused."""
+    for attempt in range(1, CONFLICT_ATTEMPTS + 1):
+        try:
+            commit()
+            return attempt - 1
+        except Exception as error:  # pyspark's and the Thrift client's errors have no common type
+            if not _CONFLICT.search(str(error)):
+                raise
+            if attempt == CONFLICT_ATTEMPTS:
+                raise LandingConflict(f"{what}: refused {attempt} times by concurrent commits, the last: "
+                                      f"{str(error)[:500]}") from error
+
+
+def _append(spark: Sql, checked: CheckedFile, exclusive: bool = True) -> None:
     """Append one file to its raw table in one commit, in SQL only (a temporary view over the
     Parquet file with the contract's types, then an insert by column name), so it runs the same
     on the embedded session and through a Thrift Server (which must see the file at the same
-    path, and so its staged copy beside it)."""
+    path, and so its staged copy beside it). Not `exclusive` (another process may land the same
+    file at once): a MERGE that Iceberg refuses if rows of the file were committed meanwhile."""
     columns = checked.table.columns
     # the files' calendar is the proleptic Gregorian one (Arrow, pandas, Spark 3 and the staged
     # copies write it; a file Spark 2 wrote says so in its metadata, which Spark follows): read
@@ -312,8 +356,17 @@ def _append(spark: Sql, checked: CheckedFile) -> None:
               " int96RebaseMode 'CORRECTED')")
     try:
         casts = ", ".join(f"cast({c.name} as {c.spark_type}) as {c.name}" for c in columns)
-        spark.sql(f"insert into {checked.table.relation} select {casts}, current_timestamp() as _loaded_at,"
-                  " :f as _source_file from landing_file", args={"f": str(checked.path)})
+        rows = f"select {casts}, current_timestamp() as _loaded_at, :f as _source_file from landing_file"
+        if exclusive:
+            spark.sql(f"insert into {checked.table.relation} {rows}", args={"f": str(checked.path)})
+            return
+        spark.sql(f"merge into {checked.table.relation} as landed using ({rows}) as file"
+                  " on landed._source_file = :f and landed._source_file = file._source_file"
+                  # never taken (the file was not landed when checked): it makes the MERGE a
+                  # row-level write, validated against the rows of this file committed meanwhile
+                  # (its target filter, _source_file = the file, is the conflict filter)
+                  " when matched then update set landed._loaded_at = landed._loaded_at"
+                  " when not matched then insert *", args={"f": str(checked.path)})
     finally:
         spark.sql("drop view if exists landing_file")
 
@@ -345,23 +398,33 @@ def land(spark: Sql, files: list[Path], table: str | None = None, contract: Cont
 
 def _append_all(spark: Sql, contract: Contract, planned: list[CheckedFile]) -> list[LandedFile]:
     ensure_raw_tables(spark, contract)
+    exclusive = not isinstance(spark, ThriftSql)  # the embedded warehouse: one process at a time
     landed, unlogged = [], []
     for checked in planned:
-        path, raw, rows = checked.path, checked.table, checked.rows
-        already = spark.sql(
-            f"select 1 from {raw.relation} where _source_file = :f limit 1", args={"f": str(path)}
-        ).collect()
-        if already:
-            # a crash between the append and its log entry leaves the file unlogged: log it now
-            logged = spark.sql(f"select 1 from {LANDED_FILES} where table_name in (:q, :t) and source_file = :f"
-                               " limit 1", args={"q": raw.qualified_name, "t": raw.name, "f": str(path)}).collect()
-            if not logged:
-                unlogged.append((raw.qualified_name, path, rows))
-            landed.append(LandedFile(path, raw.qualified_name, raw.relation, 0, skipped=True))
-            continue
-        _append(spark, checked)
-        unlogged.append((raw.qualified_name, path, rows))
-        landed.append(LandedFile(path, raw.qualified_name, raw.relation, rows))
+        # refused because another landing committed to the table meanwhile: look again (the
+        # file is landed now if it was the other's too)
+        outcome: list[LandedFile] = []
+        refused = _retried(lambda checked=checked: outcome.append(_append_once(spark, checked, unlogged, exclusive)),
+                           f"{checked.path}: its append to {checked.table.relation}")
+        landed.append(replace(outcome[-1], refused=refused))
     # after the appends: a crash in between leaves files unlogged, and landing them again logs them
-    _log_landed(spark, unlogged)
+    _log_landed(spark, unlogged, exclusive)
     return landed
+
+
+def _append_once(spark: Sql, checked: CheckedFile, unlogged: list[tuple[str, Path, int]], exclusive: bool
+                 ) -> LandedFile:
+    path, raw, rows = checked.path, checked.table, checked.rows
+    already = spark.sql(
+        f"select 1 from {raw.relation} where _source_file = :f limit 1", args={"f": str(path)}
+    ).collect()
+    if already:
+        # a crash between the append and its log entry leaves the file unlogged: log it now
+        logged = spark.sql(f"select 1 from {LANDED_FILES} where table_name in (:q, :t) and source_file = :f"
+                           " limit 1", args={"q": raw.qualified_name, "t": raw.name, "f": str(path)}).collect()
+        if not logged:
+            unlogged.append((raw.qualified_name, path, rows))
+        return LandedFile(path, raw.qualified_name, raw.relation, 0, skipped=True)
+    _append(spark, checked, exclusive)
+    unlogged.append((raw.qualified_name, path, rows))
+    return LandedFile(path, raw.qualified_name, raw.relation, rows)

@@ -4,7 +4,7 @@ target's OS lock refuses a second process instead: test_concurrency.py).
 One local cluster for the module (cluster_harness), the shop's sample landed and built once,
 then each test starts real processes at the same time, as a team's scheduler would: two daily
 runs, a landing during a daily run, a backfill publishing while a daily run commits, maintenance
-during a daily run. Each writer ends committed, or refused by
+during a daily run, one day's files landed by two processes at once. Each writer ends committed, or refused by
 Iceberg's optimistic concurrency with the conflict named (nothing of its commit applied); then
 one more daily run, alone, and the warehouse must hold every landed version exactly once, no
 duplicate key, no watermark above the loadable data, no late change left unreflected and no
@@ -28,7 +28,7 @@ from pipeline.paths import PROJECT_DIR
 
 pytestmark = [pytest.mark.cluster, pytest.mark.extended]  # four JVMs of its own: the extended tier
 
-DAYS = 6  # generated landing days: two for the build, one for each test
+DAYS = 7  # generated landing days: two for the build, one for each test
 # what a writer refused by a concurrent commit says (Iceberg's optimistic concurrency: the
 # commit validated against the table's newer snapshot and found a conflicting change)
 CONFLICT = re.compile(r"ValidationException|CommitFailedException|[Cc]onflicting (files|delete files|data files)"
@@ -176,3 +176,17 @@ def test_maintenance_during_a_daily_run_loses_nothing(running: Running, days: li
     outcomes = [_committed_or_refused(*_ended(p, n), n) for p, n in ((daily, "daily run"), (maintain, "maintain"))]
     print("outcomes:", outcomes)
     assert _settled(running, tmp_path / "settle") == []
+
+
+def test_one_file_landed_by_two_processes_at_once_is_landed_once(running: Running, days: list[Path], tmp_path: Path):
+    files = sorted(str(f) for f in days[6].iterdir())
+    # the same files, in the same order, from two processes started together: each finds a file
+    # not landed yet, and both append it, unless the second commit is refused and looks again
+    landings = [running.pipeline_process(tmp_path / name, "land", *files) for name in ("first", "second")]
+    outputs = [_ended(p, n) for p, n in zip(landings, ("first landing", "second landing"))]
+    assert [code for code, _ in outputs] == [0, 0], "a landing failed (above)"
+    assert _problems(running) == []
+    for table in RAW:
+        [(logged,)] = running.query(f"select count(*) from control.landed_files where table_name like '%.{table}'"
+                                    f" and source_file like '{days[6]}/%'")
+        assert logged == 1, f"raw.{table}: the day's file logged {logged} times"

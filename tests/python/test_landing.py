@@ -152,3 +152,31 @@ def _as_read(row: dict) -> dict:
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+
+@pytest.mark.fast
+def test_a_commit_refused_by_concurrent_landings_is_tried_again_at_most_five_times_and_nothing_else_is():
+    """The bound of the cluster target's retry (the race itself: test_cluster_writers.py)."""
+    from pipeline.land import CONFLICT_ATTEMPTS, LandingConflict, _retried
+
+    conflict = ("org.apache.iceberg.exceptions.ValidationException: Found conflicting files that can contain "
+                "records matching ref(name=\"_source_file\") == \"/x/orders.parquet\"")
+    calls: list[int] = []
+
+    def refused(times: int, error: str = conflict):
+        def commit() -> None:
+            calls.append(1)
+            if len(calls) <= times:
+                raise RuntimeError(error)
+        return commit
+
+    assert _retried(refused(2), "orders.parquet") == 2 and len(calls) == 3
+    calls.clear()
+    with pytest.raises(LandingConflict, match=r"^orders\.parquet: refused 5 times by concurrent commits"):
+        _retried(refused(99), "orders.parquet")
+    assert len(calls) == CONFLICT_ATTEMPTS == 5
+    calls.clear()
+    with pytest.raises(RuntimeError, match="TABLE_OR_VIEW_NOT_FOUND"):
+        _retried(refused(99, "[TABLE_OR_VIEW_NOT_FOUND] raw.orders"), "orders.parquet")
+    assert len(calls) == 1  # any other error: at once

@@ -31,7 +31,8 @@ import click
 # with the cases; a fast test keeps the two in step). Every command also exits 2 when click
 # refuses its command line, and 1 on an exception it does not catch.
 EXIT_CODES = {
-    "land": "0 landed (or skipped); 2 a file or the contract refused, nothing appended",
+    "land": "0 landed (or skipped); 2 a file or the contract refused, nothing appended; 3 a commit refused "
+            "by concurrent landings 5 times (the cluster target), the files before it appended",
     "backfill": "0 published, dry run printed, abandoned, or a pause asked; 1 the gate or a window failed; "
                 "2 refused (bad argument, another run holds the lock, main moved); "
                 "4 published, and downstream a data test, a rebuild or the check failed (pipeline status RUN_ID); "

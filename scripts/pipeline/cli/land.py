@@ -23,7 +23,7 @@ def register(group: click.Group) -> None:
         yml as it is now."""
         from pipeline.dbt import Dbt
         from pipeline.engine import get_engine
-        from pipeline.land import LandingError, land as land_files
+        from pipeline.land import LandingConflict, LandingError, land as land_files
 
         # a folder stands for its files, hidden ones left out (a landing's staged copies, .DS_Store)
         paths = [f for p in files for f in (sorted(c for c in p.iterdir() if not c.name.startswith("."))
@@ -33,8 +33,15 @@ def register(group: click.Group) -> None:
             Dbt(quiet=True).invoke("parse")
             for landed in land_files(engine, paths, table=table):
                 note = "already landed, skipped" if landed.skipped else f"{landed.rows} rows"
+                if landed.refused:
+                    note += (f" (after {landed.refused} refused commit{'s' if landed.refused > 1 else ''}: another "
+                             "landing committed to the table meanwhile)")
                 print(f"{landed.path} -> {landed.relation} ({landed.table}): {note}")
         except LandingError as error:
             print(f"error: {error}; nothing was appended", file=sys.stderr)
             return 2
+        except LandingConflict as error:
+            print(f"error: {error}; the files before it were appended: landing the same files again skips "
+                  "and logs them", file=sys.stderr)
+            return 3
         return 0
