@@ -333,6 +333,46 @@ def test_a_backfill_pauses_for_the_fresh_data_and_resumes_on_the_tables_the_dail
     asked.abandon(run_id)
 
 
+def test_a_failed_window_is_recorded_the_others_run_and_resume_runs_it_alone(built: Warehouse):
+    """A window whose dbt run fails (here its source table is away while it runs) is recorded
+    'failed' with the error; the other windows, other dates, run; nothing is gated or published.
+    The resume runs the failed window alone, then gates and publishes: equal to a full refresh."""
+    before = snapshots(built)
+    failing = runner(built)
+
+    def source_away_for_window_1(window) -> None:
+        if window.index == 1:
+            built.spark.sql("alter table raw.order_items rename to raw.order_items_away")
+        elif window.index == 2:
+            built.spark.sql("alter table raw.order_items_away rename to raw.order_items")
+
+    failing.before_window = source_away_for_window_1
+    run_id = failing.start(failing.plan("2025-01-01", "2025-01-04", "fct_order_item", 1), "one window fails")
+    control = Control(built.spark)
+    [run] = control.runs(run_id)
+    assert run.status == "failed", run.message
+    assert run.message.startswith("1 of 3 windows failed (2: 2025-01-02 .. 2025-01-03)"), run.message
+    windows = control.windows(run_id)
+    assert [w.status for w in windows] == ["done", "failed", "done"]
+    assert "fct_order_item: error" in json.loads(windows[1].table_stats)["error"]
+    assert snapshots(built) == before  # nothing published
+    shown = io.StringIO()
+    for table in failing.status(run_id):
+        Console(file=shown, width=250).print(table)
+    assert re.search(r"2025-01-02 .. 2025-01-03 .* failed .* fct_order_item: error", shown.getvalue()), \
+        shown.getvalue()
+
+    ran = []
+    resumed = runner(built)
+    resumed.before_window = lambda window: ran.append(window.index)
+    assert resumed.resume(run_id) == run_id
+    [run] = Control(built.spark).runs(run_id)
+    assert run.status == "published", run.message
+    assert ran == [1]
+    assert [w.status for w in Control(built.spark).windows(run_id)] == ["done", "done", "done"]
+    assert built.table("marts.fct_order_item") == full_refresh_result(built, "marts.fct_order_item")
+
+
 def test_dry_run_writes_nothing(built: Warehouse):
     before = snapshots(built)
     assert not iceberg.table_exists(built.spark, "control.backfill_runs")

@@ -5,7 +5,8 @@
 - backfill_window_events: append-only, one row per window state: 'pending' for every window
   when the run is created (one statement), 'done' when its dbt run finished, with its start and
   end times and rows added/deleted per table (JSON, from the Iceberg snapshot summaries of the
-  branch). A window's state is its latest row. Appending (one fast-append commit per window)
+  branch), 'failed' when its dbt run failed (the error, as JSON {"error": ...}, in the same
+  column). A window's state is its latest row. Appending (one fast-append commit per window)
   costs half an UPDATE's copy-on-write rewrite, and appends never conflict with each other.
 - backfill_tables: per table of a run: the branch, main's snapshot when the branch was cut,
   main's snapshot just before publishing (what `rollback` restores) and after.
@@ -173,6 +174,12 @@ class Control:
                   " :finished, :stats, current_timestamp())",
                   run_id=run_id, i=window.index, s=window.start, e=window.end, started=started_at,
                   finished=finished_at, stats=json.dumps(stats, sort_keys=True))
+
+    def window_failed(self, run_id: str, window, started_at: datetime, finished_at: datetime, error: str) -> None:
+        self._sql(f"insert into {SCHEMA}.backfill_window_events values (:run_id, :i, :s, :e, 'failed', :started,"
+                  " :finished, :stats, current_timestamp())",
+                  run_id=run_id, i=window.index, s=window.start, e=window.end, started=started_at,
+                  finished=finished_at, stats=json.dumps({"error": error}))
 
     def record_window_runs(self, run_id: str, window, invocation_id: str, started_at: datetime,
                            finished_at: datetime, stats: dict) -> None:

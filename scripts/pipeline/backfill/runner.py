@@ -38,7 +38,7 @@ from pipeline import iceberg, paths
 from pipeline.backfill import late_policy
 from pipeline.backfill import plan as planning
 from pipeline.backfill.control import SCHEMA, Control, Run
-from pipeline.dbt import Dbt
+from pipeline.dbt import Dbt, DbtError
 from pipeline.engine import Sql, ThriftSql
 from pipeline.manifest import (IncrementalModel, code_fingerprint, downstream_of, incremental_models,
                                tested_models, unreflected_changes_relation)
@@ -236,6 +236,8 @@ class Backfill:
         # called between windows once the window's checkpoint is durable (tests use it to stop a
         # run at a given point); None lets the checkpoint commit while the next window runs
         self.after_window: Callable[[planning.Window], None] | None = None
+        # called just before a window's dbt run (tests use it to make one window's run fail)
+        self.before_window: Callable[[planning.Window], None] | None = None
         # the audit's rows as restate_plan read them (_hold_audit), for restate_keys and
         # restate_impact; None when no restatement is being planned
         self._held_audit: str | None = None
@@ -1005,6 +1007,7 @@ class Backfill:
                 checkpoints = cleanup.enter_context(ThreadPoolExecutor(1, thread_name_prefix=f"checkpoint-{run_id}"))
                 pending: Future | None = None
                 paused: str | None = None
+                failed: list[planning.Window] = []
                 with Progress(console=self.console, transient=False) as progress:
                     task = progress.add_task(f"{run_id} windows", total=len(windows),
                                              completed=len(windows) - len(todo))
@@ -1028,11 +1031,23 @@ class Backfill:
                         paused = self._pause_reason(max(took, default=0.0))
                         if paused is not None:
                             break
+                        if self.before_window is not None:
+                            self.before_window(window)
                         started = datetime.now(UTC)
-                        # --no-populate-cache: the MERGE looks up its one target table lazily,
-                        # instead of dbt listing every schema of the project first (~0.35 s a window)
-                        self.dbt.invoke("run", "--no-write-json", "--no-populate-cache", "--select", *run.models,
-                                        "--vars", json.dumps({**window.dbt_vars, "backfill_branch": run_id}))
+                        try:
+                            # --no-populate-cache: the MERGE looks up its one target table lazily,
+                            # instead of dbt listing every schema of the project first (~0.35 s a window)
+                            self.dbt.invoke("run", "--no-write-json", "--no-populate-cache", "--select", *run.models,
+                                            "--vars", json.dumps({**window.dbt_vars, "backfill_branch": run_id}))
+                        except DbtError as error:
+                            # a model failed on this window's dates: the other windows are other
+                            # dates, so they run; this one alone runs again on --resume
+                            failed.append(window)
+                            detail = "; ".join(error.failures) or str(error)  # the models' errors
+                            control.window_failed(run_id, window, started, datetime.now(UTC), detail[:2000])
+                            self.console.print(f"[red]window {window.index + 1}/{len(windows)} {window.start} .. "
+                                               f"{window.end} failed[/]: {error}")
+                            continue
                         finished = datetime.now(UTC)
                         took.append((finished - started).total_seconds())
                         if pending is not None:
@@ -1050,6 +1065,13 @@ class Backfill:
                                        f"{paused}; `pipeline backfill --resume {run_id}` continues it (a table "
                                        "whose main moved meanwhile gets its branch cut again, and the finished "
                                        "windows run again)")
+                    return run_id
+                if failed:  # no gate, no publish: the branches keep the windows that finished
+                    message = (f"{len(failed)} of {len(windows)} windows failed ("
+                               + ", ".join(f"{w.index + 1}: {w.start} .. {w.end}" for w in failed)
+                               + f"); `pipeline backfill --resume {run_id}` runs them again, and only them")
+                    control.set_status(run_id, "failed", message)
+                    self.console.print(f"[red]failed[/] {run_id}: {message}")
                     return run_id
                 self._refuse_if_main_moved(control, run_id)
                 if not isinstance(self.spark, ThriftSql):
@@ -1404,12 +1426,13 @@ class Backfill:
         head.add_row("plan", f"{recorded.plan_file} (plan_hash {recorded.plan_hash})" if recorded else
                      "none (started from the command line)")
         windows = Table(title="windows")
-        for column in ("#", "range", "status", "started", "finished", "rows added/deleted per table"):
+        for column in ("#", "range", "status", "started", "finished", "rows added/deleted per table (or the error)"):
             windows.add_column(column)
         for w in control.windows(run.run_id):
             stats = json.loads(w.table_stats) if w.table_stats else {}
             windows.add_row(str(w.window_index), f"{w.window_start} .. {w.window_end}", w.status, str(w.started_at or "-"),
                             str(w.finished_at or "-"),
+                            stats["error"][:300] if w.status == "failed" else
                             ", ".join(f"{t.split('.')[-1]} +{s['added']}/-{s['deleted']}" for t, s in stats.items()))
         tables = Table(title="tables")
         for column in ("table", "base snapshot", "before publish", "published", "rolled back"):

@@ -89,7 +89,7 @@ def register(group: click.Group) -> None:
                   help="Print windows, models and what each window may rewrite (Iceberg metadata only); "
                        "write nothing.")
     @click.option("--resume", metavar="RUN_ID",
-                  help="Continue an interrupted or failed run after its last finished window.")
+                  help="Continue an interrupted, failed or paused run: only its windows not done run.")
     @click.option("--abandon", metavar="RUN_ID", help="Drop an unpublished run's branches and release its lock.")
     @click.option("--pause", is_flag=True,
                   help="Ask the running backfill of this warehouse to pause at its next window boundary (for "
