@@ -61,7 +61,7 @@ class LandedFile:
     relation: str  # schema.table
     rows: int
     skipped: bool = False
-    refused: int = 0  # commits of its append that a concurrent landing's refused (then tried again)
+    refused: int = 0  # times its append's commit was refused (another landing committed first), then retried
 
 
 def table_for(path: Path, contract: Contract) -> RawTable:
