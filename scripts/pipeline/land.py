@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from glob import escape as glob_escape
 from pathlib import Path
+from typing import Callable, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -52,6 +53,7 @@ class LandingConflict(RuntimeError):
 # meanwhile a change this one's validation conflicts with
 _CONFLICT = re.compile(r"ValidationException|CommitFailedException|[Ff]ound conflicting")
 CONFLICT_ATTEMPTS = 5  # a landing tries a refused commit again this many times, then fails
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -326,13 +328,12 @@ def _log_landed(spark: Sql, files: list[tuple[str, Path, int]], exclusive: bool 
             " when not matched then insert *", args=args), f"the landing log {LANDED_FILES}")
 
 
-def _retried(commit, what: str) -> int:
+def _retried(commit: Callable[[], T], what: str) -> tuple[T, int]:
     """Run a commit; refused by a concurrent one (Iceberg's validation), run it again, a bounded
-    number of times. How many times it was refused."""
+    number of times. Its result, and how many times it was refused."""
     for attempt in range(1, CONFLICT_ATTEMPTS + 1):
         try:
-            commit()
-            return attempt - 1
+            return commit(), attempt - 1
         except Exception as error:  # pyspark's and the Thrift client's errors have no common type
             if not _CONFLICT.search(str(error)):
                 raise
@@ -403,10 +404,9 @@ def _append_all(spark: Sql, contract: Contract, planned: list[CheckedFile]) -> l
     for checked in planned:
         # refused because another landing committed to the table meanwhile: look again (the
         # file is landed now if it was the other's too)
-        outcome: list[LandedFile] = []
-        refused = _retried(lambda checked=checked: outcome.append(_append_once(spark, checked, unlogged, exclusive)),
-                           f"{checked.path}: its append to {checked.table.relation}")
-        landed.append(replace(outcome[-1], refused=refused))
+        once, refused = _retried(lambda checked=checked: _append_once(spark, checked, unlogged, exclusive),
+                                 f"{checked.path}: its append to {checked.table.relation}")
+        landed.append(replace(once, refused=refused))
     # after the appends: a crash in between leaves files unlogged, and landing them again logs them
     _log_landed(spark, unlogged, exclusive)
     return landed

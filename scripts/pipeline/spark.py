@@ -40,11 +40,10 @@ def lock_warehouse(state: Path) -> None:
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        handle.seek(0)
-        holder = handle.read().strip() or "another process"
+        held_by = _holder_named(handle)
         handle.close()
         raise WarehouseBusy(
-            f"the embedded warehouse {state} is in use by {holder}; embedded Spark admits one process "
+            f"the embedded warehouse {state} is in use by {held_by}; embedded Spark admits one process "
             "at a time (its Derby metastore): wait for that one to finish, or run both on a Spark cluster"
         ) from None
     handle.truncate(0)
@@ -62,10 +61,15 @@ def holder(state: Path | None = None) -> str | None:
         try:
             fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            handle.seek(0)
-            return handle.read().strip() or "another process"
+            return _holder_named(handle)
         fcntl.flock(handle, fcntl.LOCK_UN)
     return None
+
+
+def _holder_named(handle) -> str:
+    """What the holder of the lock file wrote in it (`process <pid>`)."""
+    handle.seek(0)
+    return handle.read().strip() or "another process"
 
 
 def render_profile(target: str | None = None) -> dict:

@@ -171,7 +171,7 @@ def test_a_commit_refused_by_concurrent_landings_is_tried_again_at_most_five_tim
                 raise RuntimeError(error)
         return commit
 
-    assert _retried(refused(2), "orders.parquet") == 2 and len(calls) == 3
+    assert _retried(refused(2), "orders.parquet") == (None, 2) and len(calls) == 3  # the result, the refusals
     calls.clear()
     with pytest.raises(LandingConflict, match=r"^orders\.parquet: refused 5 times by concurrent commits"):
         _retried(refused(99), "orders.parquet")

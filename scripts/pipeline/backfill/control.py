@@ -170,16 +170,17 @@ class Control:
             ") where _latest = 1 order by window_index", run_id=run_id)
 
     def window_done(self, run_id: str, window, started_at: datetime, finished_at: datetime, stats: dict) -> None:
-        self._sql(f"insert into {SCHEMA}.backfill_window_events values (:run_id, :i, :s, :e, 'done', :started,"
-                  " :finished, :stats, current_timestamp())",
-                  run_id=run_id, i=window.index, s=window.start, e=window.end, started=started_at,
-                  finished=finished_at, stats=json.dumps(stats, sort_keys=True))
+        self._window_ended(run_id, window, "done", started_at, finished_at, stats)
 
     def window_failed(self, run_id: str, window, started_at: datetime, finished_at: datetime, error: str) -> None:
-        self._sql(f"insert into {SCHEMA}.backfill_window_events values (:run_id, :i, :s, :e, 'failed', :started,"
+        self._window_ended(run_id, window, "failed", started_at, finished_at, {"error": error})
+
+    def _window_ended(self, run_id: str, window, status: str, started_at: datetime, finished_at: datetime,
+                      stats: dict) -> None:
+        self._sql(f"insert into {SCHEMA}.backfill_window_events values (:run_id, :i, :s, :e, :status, :started,"
                   " :finished, :stats, current_timestamp())",
-                  run_id=run_id, i=window.index, s=window.start, e=window.end, started=started_at,
-                  finished=finished_at, stats=json.dumps({"error": error}))
+                  run_id=run_id, i=window.index, s=window.start, e=window.end, status=status, started=started_at,
+                  finished=finished_at, stats=json.dumps(stats, sort_keys=True))
 
     def record_window_runs(self, run_id: str, window, invocation_id: str, started_at: datetime,
                            finished_at: datetime, stats: dict) -> None:

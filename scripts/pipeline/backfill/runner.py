@@ -944,21 +944,17 @@ class Backfill:
         tables = control.tables(run_id)
         if any(t.published_snapshot_id is not None for t in tables):
             return  # a publish under way: _execute finishes it, or refuses
-        # main at the branch's head was fast-forwarded by this run's own publish, which a crash
-        # interrupted before it was recorded: carried, not moved (_refuse_if_main_moved)
-        moved = [t for t in tables
-                 if iceberg.current_snapshot_id(self.spark, t.table_name) not in (
-                     t.base_snapshot_id, iceberg.branch_head(self.spark, t.table_name, run_id))]
+        moved, _ = self._main_moved(tables, run_id)  # a main that carries this run is not moved
         if not moved:
             return
         for table in moved:
-            self.spark.sql(f"alter table {table.table_name} drop branch if exists `{run_id}`")
-            control.rebase_table(run_id, table.table_name, iceberg.current_snapshot_id(self.spark, table.table_name))
+            self.spark.sql(f"alter table {table} drop branch if exists `{run_id}`")
+            control.rebase_table(run_id, table, iceberg.current_snapshot_id(self.spark, table))
         done = [planning.Window(w.window_index, w.window_start, w.window_end)
                 for w in control.windows(run_id) if w.status == "done"]
         if done:
             control.add_windows(run_id, done)
-        self.console.print(f"[yellow]note:[/] main of {', '.join(t.table_name for t in moved)} moved since the "
+        self.console.print(f"[yellow]note:[/] main of {', '.join(moved)} moved since the "
                            f"branches were cut: cut again from main, and the {len(done)} finished windows run again")
 
     def abandon(self, run_id: str) -> None:
@@ -1117,14 +1113,7 @@ class Backfill:
         """A daily run committed to a table since its branch was cut: its branch would overwrite that.
         A main already at the branch's head was fast-forwarded by this run's own publish, which a
         crash interrupted before it finished the other tables: not moved."""
-        moved, carried = [], []
-        for t in control.tables(run_id):
-            current = iceberg.current_snapshot_id(self.spark, t.table_name)
-            if current != t.base_snapshot_id:
-                if current in (t.published_snapshot_id, iceberg.branch_head(self.spark, t.table_name, run_id)):
-                    carried.append(t.table_name)
-                else:
-                    moved.append(t.table_name)
+        moved, carried = self._main_moved(control.tables(run_id), run_id)
         if moved:
             published = ("nothing was published" if not carried else
                          f"{', '.join(carried)} already carry this backfill (a publish interrupted before it "
@@ -1134,6 +1123,20 @@ class Backfill:
                        f"(this run's branches stay for inspection; `pipeline backfill --abandon {run_id}` drops them)")
             control.set_status(run_id, "publish_refused", message, finished=True)
             raise BackfillRefused(message)
+
+    def _main_moved(self, tables: list, run_id: str) -> tuple[list[str], list[str]]:
+        """The tables whose main moved since their branch was cut, and those whose main carries
+        this run already (at its published snapshot or its branch's head: fast-forwarded by this
+        run's own publish, which a crash interrupted before it finished or was recorded)."""
+        moved, carried = [], []
+        for t in tables:
+            current = iceberg.current_snapshot_id(self.spark, t.table_name)
+            if current != t.base_snapshot_id:
+                if current in (t.published_snapshot_id, iceberg.branch_head(self.spark, t.table_name, run_id)):
+                    carried.append(t.table_name)
+                else:
+                    moved.append(t.table_name)
+        return moved, carried
 
     def _publish(self, control: Control, run_id: str) -> None:
         self._refuse_if_main_moved(control, run_id)
