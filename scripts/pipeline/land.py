@@ -49,9 +49,14 @@ class LandingConflict(RuntimeError):
     batch before it are appended (landing the batch again skips and logs them)."""
 
 
-# a commit refused by Iceberg's optimistic concurrency: another writer committed to the table
-# meanwhile a change this one's validation conflicts with
-_CONFLICT = re.compile(r"ValidationException|CommitFailedException|[Ff]ound conflicting")
+# another landing committed to the table meanwhile, and nothing of this statement was applied:
+# its commit refused by Iceberg's validation (optimistic concurrency); or, before any write, its
+# MERGE's runtime file filtering found a commit newer than its scan; or the append's MERGE read
+# the file's rows committed after its check (its matched clause meets every source row of the
+# file: Spark refuses the MERGE)
+_CONFLICT = re.compile(r"ValidationException|CommitFailedException|[Ff]ound conflicting"
+                       r"|Runtime file filtering is not possible: the table has been concurrently modified"
+                       r"|MERGE_CARDINALITY_VIOLATION")
 CONFLICT_ATTEMPTS = 5  # a landing tries a refused commit again this many times, then fails
 T = TypeVar("T")
 
@@ -363,9 +368,11 @@ def _append(spark: Sql, checked: CheckedFile, exclusive: bool = True) -> None:
             return
         spark.sql(f"merge into {checked.table.relation} as landed using ({rows}) as file"
                   " on landed._source_file = :f and landed._source_file = file._source_file"
-                  # never taken (the file was not landed when checked): it makes the MERGE a
-                  # row-level write, validated against the rows of this file committed meanwhile
-                  # (its target filter, _source_file = the file, is the conflict filter)
+                  # taken only when another landing committed the file after the check (then
+                  # Spark refuses the MERGE, several source rows meeting each row: _CONFLICT);
+                  # it makes the MERGE a row-level write, validated against the rows of this file
+                  # committed meanwhile (its target filter, _source_file = the file, is the
+                  # conflict filter)
                   " when matched then update set landed._loaded_at = landed._loaded_at"
                   " when not matched then insert *", args={"f": str(checked.path)})
     finally:

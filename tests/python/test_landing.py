@@ -172,6 +172,14 @@ def test_a_commit_refused_by_concurrent_landings_is_tried_again_at_most_five_tim
         return commit
 
     assert _retried(refused(2), "orders.parquet") == (None, 2) and len(calls) == 3  # the result, the refusals
+    calls.clear()  # a MERGE's scan outrun by another landing's commit (seen through a Thrift Server)
+    scan_outrun = ("java.lang.IllegalStateException: Runtime file filtering is not possible: the table has been "
+                   "concurrently modified. Row-level operation scan snapshot ID: 1, current table snapshot ID: 2.")
+    assert _retried(refused(1, scan_outrun), "orders.parquet") == (None, 1) and len(calls) == 2
+    calls.clear()  # the append's MERGE reading the file's rows another landing committed after the check
+    read_landed = ("org.apache.spark.SparkRuntimeException: [MERGE_CARDINALITY_VIOLATION] The ON search condition of "
+                   "the MERGE statement matched a single row from the target table with multiple rows of the source table.")
+    assert _retried(refused(1, read_landed), "orders.parquet") == (None, 1) and len(calls) == 2
     calls.clear()
     with pytest.raises(LandingConflict, match=r"^orders\.parquet: refused 5 times by concurrent commits"):
         _retried(refused(99), "orders.parquet")
