@@ -28,7 +28,8 @@
     (explain_statement), and a select that writes nothing is returned instead.
     The marts are merge-on-read: the MERGE adds the changed rows and position deletes, only in
     the partitions of matched or inserted rows. -#}
-{% macro guarded_merge_sql(target, source, unique_key, incremental_predicates, staged_from=none) %}
+{% macro guarded_merge_sql(target, source, unique_key, incremental_predicates, staged_from=none,
+    described=none) %}
     {% if unique_key is none or unique_key is not string %}
         {{ exceptions.raise_compiler_error(
             "model " ~ target ~ ": the merge strategy here needs one unique_key column, got "
@@ -41,10 +42,12 @@
         group's greatest update time may go down when a row of it is deleted) -#}
     {% set version_column = none if reference or (scope is not none and scope.models)
         else config.get('version_column', 'updated_at') %}
-    {% set target_columns = adapter.get_columns_in_relation(target)
-        | map(attribute='name') | list %}
-    {% set source_columns = adapter.get_columns_in_relation(source)
-        | map(attribute='name') | list %}
+    {#- `described`: {'target': names, 'source': names} when the caller has just described both
+        (the materialization's schema check) -#}
+    {% set target_columns = described.target if described is not none
+        else adapter.get_columns_in_relation(target) | map(attribute='name') | list %}
+    {% set source_columns = described.source if described is not none
+        else adapter.get_columns_in_relation(source) | map(attribute='name') | list %}
     {% set missing = target_columns | reject('in', source_columns) | list %}
     {% set extra = source_columns | reject('in', target_columns + ['_is_deleted']) | list %}
     {% if '_is_deleted' not in source_columns or missing or extra %}

@@ -9,16 +9,24 @@
     recorded start (a watermark table from before the column: its next run reads the whole
     lookback, then records its start). -#}
 {% macro incremental_landed_bound() %}
-    {% if not backfill_safe.is_incremental_run() or backfill_safe.backfill_window() is not none %}
+    {% set bound = backfill_safe.incremental_landed_bound_at() %}
+    {{ return(none if bound is none else backfill_safe.timestamp_literal(bound)) }}
+{% endmacro %}
+
+{#- The same bound as a datetime (none likewise); `identifier`: another model's table, whose
+    last recorded start gives it (its own run's kind is not asked), default this model's. -#}
+{% macro incremental_landed_bound_at(identifier=none) %}
+    {% if identifier is none and (not backfill_safe.is_incremental_run()
+        or backfill_safe.backfill_window() is not none) %}
         {{ return(none) }}
     {% endif %}
     {% set last_run_started_at = backfill_safe.get_watermark(
-        this.identifier, 'last_run_started_at') %}
+        identifier or this.identifier, 'last_run_started_at') %}
     {% if last_run_started_at is none %}
         {{ return(none) }}
     {% endif %}
     {% set margin = modules.datetime.timedelta(minutes=backfill_safe.landing_overlap_minutes()) %}
-    {{ return(backfill_safe.timestamp_literal(last_run_started_at - margin)) }}
+    {{ return(last_run_started_at - margin) }}
 {% endmacro %}
 
 {#- The margin of the landing bound, in minutes: var `landing_overlap_minutes`, else 0 on the

@@ -20,6 +20,7 @@
         or (changes.target_not_in_source | length > 0)
         or (changes.new_target_types | length > 0) %}
     {% do changes.update({
+        'source_column_names': changes.source_columns | map(attribute='name') | list,
         'schema_changed': schema_changed,
         'source_not_in_target': source_not_in_target,
         'source_columns': source_columns}) %}

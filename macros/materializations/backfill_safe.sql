@@ -77,9 +77,14 @@
             them (its `_is_deleted` flag aside), with the framework's check itself, so a team
             needs no dispatch block for it; `ignore`: none. Names were compared as the rows
             were built (rows_to_merge). -#}
+        {%- set described = none -%}
         {%- if config.get('on_schema_change') == 'fail' -%}
             {%- set changes = backfill_safe.spark__check_for_schema_changes(
                 tmp_relation, existing_relation) -%}
+            {#- the MERGE's column lists from the same describes (not two more) -#}
+            {%- set described = {
+                'target': changes.target_columns | map(attribute='name') | list,
+                'source': changes.source_column_names} -%}
             {%- if changes.schema_changed -%}
                 {%- if staged -%}
                     {%- call statement('drop_staged_merge_source', fetch_result=false) -%}
@@ -96,7 +101,7 @@
         {%- endif -%}
         {%- call statement('main') -%}
             {{ backfill_safe.guarded_merge_sql(this, tmp_relation, unique_key,
-                config.get('incremental_predicates'), rows if staged else none) }}
+                config.get('incremental_predicates'), rows if staged else none, described) }}
         {%- endcall -%}
     {%- endif -%}
     {%- do backfill_safe.advance_watermark() -%}
