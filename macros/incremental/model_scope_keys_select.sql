@@ -88,6 +88,17 @@
     time only on values (through a select's grouping, Spark pushes them down to the upstream
     table's scan). A key the Thrift Server returns as text is cast back to the table's type. -#}
 {% macro scope_key_literals(keys) %}
+    {#- once per model and invocation: the select and the MERGE's two predicates ask -#}
+    {% set made = backfill_safe.invocation_store('scope_key_literals') %}
+    {% set asked = this ~ ' ' ~ keys %}
+    {% if asked not in made %}
+        {% do made.update({asked: backfill_safe.scope_key_literals_found(keys)}) %}
+    {% endif %}
+    {{ return(made[asked]) }}
+{% endmacro %}
+
+{#- What scope_key_literals answers, found once per model, keys and invocation. -#}
+{% macro scope_key_literals_found(keys) %}
     {% set limit = var('merge_scope_literals_max', 20000) %}
     {% set key = backfill_safe.scope_of_model().key %}
     {% set rows = backfill_safe.memoized_rows("select distinct " ~ key ~ " from (" ~ keys
