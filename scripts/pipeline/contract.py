@@ -37,6 +37,12 @@ import pyarrow as pa
 from pipeline import paths
 
 AUDIT_COLUMNS: tuple[tuple[str, str], ...] = (("_loaded_at", "timestamp"), ("_source_file", "string"))
+# The landed file's path kept whole in each data file's column metrics (Iceberg keeps the first
+# 16 characters by default, a folder's common prefix): the landing's already-landed check
+# (`_source_file = <path>`) then reads only the data files holding that path, not every file the
+# table ever landed, and through a Thrift Server Iceberg's check of two landings committing to one
+# table at once (land.py: a MERGE on `_source_file`) tells their files apart.
+SOURCE_FILE_METRICS = ("write.metadata.metrics.column._source_file", "full")
 DELETED_FLAG = "is_deleted"
 QUARANTINE_KINDS = ("not_null", "non_negative", "reject_if")
 
@@ -110,7 +116,8 @@ class RawTable:
         columns += [f"{name} {spark_type}" for name, spark_type in AUDIT_COLUMNS]
         return (
             f"create table if not exists {self.relation} ({', '.join(columns)}) using iceberg "
-            f"partitioned by (days({self.update_column})) tblproperties ('format-version' = '2')"
+            f"partitioned by (days({self.update_column})) tblproperties ('format-version' = '2', "
+            f"'{SOURCE_FILE_METRICS[0]}' = '{SOURCE_FILE_METRICS[1]}')"
         )
 
 

@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 from pipeline import contract as contracts
-from pipeline.contract import Contract, ContractError, RawTable
+from pipeline.contract import SOURCE_FILE_METRICS, Contract, ContractError, RawTable
 from pipeline.engine import Sql, ThriftSql, literal
 
 
@@ -297,6 +297,8 @@ def _read_csv(path: Path, table: RawTable) -> pa.Table:
 
 
 LANDED_FILES = "control.landed_files"
+# its paths kept whole in the column metrics, as the raw tables' (SOURCE_FILE_METRICS)
+LANDED_FILES_METRICS = "write.metadata.metrics.column.source_file"
 
 
 def ensure_raw_tables(spark: Sql, contract: Contract) -> None:
@@ -307,7 +309,17 @@ def ensure_raw_tables(spark: Sql, contract: Contract) -> None:
     spark.sql("create schema if not exists control")
     # the landing's log, for the count check landed = loaded + quarantined (a data test)
     spark.sql(f"create table if not exists {LANDED_FILES} (table_name string, source_file string,"
-              " file_rows bigint, landed_at timestamp) using iceberg tblproperties ('format-version' = '2')")
+              " file_rows bigint, landed_at timestamp) using iceberg tblproperties ('format-version' = '2',"
+              f" '{LANDED_FILES_METRICS}' = 'full')")
+
+
+def _keep_metrics_whole(spark: Sql, relation: str, key: str) -> None:
+    """A table created before its file paths' column metrics were kept whole (SOURCE_FILE_METRICS,
+    LANDED_FILES_METRICS) gets the property before a landing writes to it: the files written from
+    then on are pruned exactly by a path (a metadata read; an Iceberg commit the first time only)."""
+    shown = spark.sql(f"show tblproperties {relation} ('{key}')").collect()
+    if not shown or shown[0][1] != "full":
+        spark.sql(f"alter table {relation} set tblproperties ('{key}' = 'full')")
 
 
 def _log_landed(spark: Sql, files: list[tuple[str, Path, int]], exclusive: bool = True) -> None:
@@ -406,6 +418,9 @@ def land(spark: Sql, files: list[Path], table: str | None = None, contract: Cont
 
 def _append_all(spark: Sql, contract: Contract, planned: list[CheckedFile]) -> list[LandedFile]:
     ensure_raw_tables(spark, contract)
+    for relation in sorted({checked.table.relation for checked in planned}):
+        _keep_metrics_whole(spark, relation, SOURCE_FILE_METRICS[0])
+    _keep_metrics_whole(spark, LANDED_FILES, LANDED_FILES_METRICS)
     exclusive = not isinstance(spark, ThriftSql)  # the embedded warehouse: one process at a time
     landed, unlogged = [], []
     for checked in planned:

@@ -49,6 +49,27 @@ def test_landing_the_same_file_twice_appends_it_once(spark_empty, tmp_path: Path
     assert again.skipped and raw_count(spark_empty, "orders") == 1
 
 
+def test_a_landed_files_path_is_kept_whole_in_the_column_metrics_of_raw_and_of_the_landing_log(
+        spark_empty, tmp_path: Path):
+    # two files of one folder: their paths share far more than Iceberg's default 16 characters,
+    # so truncated bounds could not tell them apart (nor prune the already-landed check to one)
+    folder = tmp_path / "a_landing_folder_with_a_long_name"
+    first = write_parquet(folder / "orders_0001.parquet", "orders", [order(1, "2025-01-01 10:00")])
+    land(spark_empty, [first])
+    # a raw table and a log from before the property: the next landing sets it again
+    spark_empty.sql("alter table raw.orders unset tblproperties ('write.metadata.metrics.column._source_file')")
+    spark_empty.sql("alter table control.landed_files unset tblproperties"
+                    " ('write.metadata.metrics.column.source_file')")
+    second = write_parquet(folder / "orders_0002.parquet", "orders", [order(2, "2025-01-01 11:00")])
+    land(spark_empty, [second])
+    for table, column in (("raw.orders", "_source_file"), ("control.landed_files", "source_file")):
+        bounds = sorted((r.lo, r.hi) for r in spark_empty.sql(
+            f"select readable_metrics.{column}.lower_bound as lo, readable_metrics.{column}.upper_bound as hi"
+            f" from {table}.files").collect())
+        paths = [str(first.resolve()), str(second.resolve())]
+        assert bounds == [(path, path) for path in paths], (table, bounds)
+
+
 def test_csv_is_landed_and_a_value_that_does_not_parse_is_rejected_by_column(spark_empty, tmp_path: Path):
     header = "order_id,customer_id,channel,status,ordered_at,updated_at,is_deleted\n"
     good = tmp_path / "orders.csv"
