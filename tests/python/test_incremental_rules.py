@@ -311,7 +311,8 @@ def test_facts_read_the_raw_versions_of_their_orders_and_customers_once(scenario
 
 def test_each_control_question_is_asked_once_per_run_whichever_model_asks_it(scenario):
     # every model's watermark and recorded start (one read of the watermark table answers them
-    # all), whether anything landed since, its scope's order dates, the first product change:
+    # all), whether anything landed since (one read of every source's latest landing answers
+    # every model: latest_landed), its scope's order dates, the first product change:
     # asked by its select, its MERGE and its post-hook, some by both facts in the same words, each
     # run once per invocation (memoized_rows; the watermarks move only when the invocation ends,
     # so no answer goes stale inside it)
@@ -327,7 +328,8 @@ def test_each_control_question_is_asked_once_per_run_whichever_model_asks_it(sce
         mine = [s for s in statements if f'"node_id": "model.backfill_safe.{fact}"' in s]
         question = f"select distinct date_format(ordered_at, 'yyyy-MM-dd') as event_date from scope_versions__shop__orders__{fact}"
         assert sum(question in statement for statement in mine) == 1, (fact, question)
-        for question in (f"select 1 as landed from {landed_table} where _loaded_at >",
+        # whether anything landed: one read of every source's latest landing for the whole run
+        for question in (f"as latest from {landed_table} where _loaded_at >",
                          "select date_format(min(updated_at), 'yyyy-MM-dd HH:mm:ss.SSSSSS') from raw.products"):
             found = [sql(s) for s in statements if question in s]
             assert found, (fact, question)
