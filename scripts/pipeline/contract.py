@@ -42,7 +42,7 @@ AUDIT_COLUMNS: tuple[tuple[str, str], ...] = (("_loaded_at", "timestamp"), ("_so
 # (`_source_file = <path>`) then reads only the data files holding that path, not every file the
 # table ever landed, and through a Thrift Server Iceberg's check of two landings committing to one
 # table at once (land.py: a MERGE on `_source_file`) tells their files apart.
-SOURCE_FILE_METRICS = ("write.metadata.metrics.column._source_file", "full")
+SOURCE_FILE_METRICS = "write.metadata.metrics.column._source_file"  # set to "full"
 DELETED_FLAG = "is_deleted"
 QUARANTINE_KINDS = ("not_null", "non_negative", "reject_if")
 
@@ -117,7 +117,7 @@ class RawTable:
         return (
             f"create table if not exists {self.relation} ({', '.join(columns)}) using iceberg "
             f"partitioned by (days({self.update_column})) tblproperties ('format-version' = '2', "
-            f"'{SOURCE_FILE_METRICS[0]}' = '{SOURCE_FILE_METRICS[1]}')"
+            f"'{SOURCE_FILE_METRICS}' = 'full')"
         )
 
 

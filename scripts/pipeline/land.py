@@ -419,7 +419,7 @@ def land(spark: Sql, files: list[Path], table: str | None = None, contract: Cont
 def _append_all(spark: Sql, contract: Contract, planned: list[CheckedFile]) -> list[LandedFile]:
     ensure_raw_tables(spark, contract)
     for relation in sorted({checked.table.relation for checked in planned}):
-        _keep_metrics_whole(spark, relation, SOURCE_FILE_METRICS[0])
+        _keep_metrics_whole(spark, relation, SOURCE_FILE_METRICS)
     _keep_metrics_whole(spark, LANDED_FILES, LANDED_FILES_METRICS)
     exclusive = not isinstance(spark, ThriftSql)  # the embedded warehouse: one process at a time
     landed, unlogged = [], []
