@@ -68,7 +68,9 @@ class LandedFile:
     relation: str  # schema.table
     rows: int
     skipped: bool = False
-    refused: int = 0  # times its append's commit was refused (another landing committed first), then retried
+    # times a commit of its landing was refused (another landing committed first to its table, or
+    # to the landing log, whose commit the batch's files share), then retried
+    refused: int = 0
 
 
 def table_for(path: Path, contract: Contract) -> RawTable:
@@ -322,27 +324,35 @@ def _keep_metrics_whole(spark: Sql, relation: str, key: str) -> None:
         spark.sql(f"alter table {relation} set tblproperties ('{key}' = 'full')")
 
 
-def _log_landed(spark: Sql, files: list[tuple[str, Path, int]], exclusive: bool = True) -> None:
+def _log_landed(spark: Sql, files: list[tuple[str, Path, int]], exclusive: bool = True) -> int:
     """One commit to the landing log for the files (source.table, path, rows) of a batch. Not
     `exclusive` (another process may log the same file at once): a MERGE that adds only the
-    files not logged yet, and that Iceberg refuses if a file was logged meanwhile."""
-    if files:
-        rows, args = [], {}
-        for n, (table, path, count) in enumerate(files):
-            rows.append(f"(:t{n}, :f{n}, cast(:r{n} as bigint), current_timestamp())")
-            args.update({f"t{n}": table, f"f{n}": str(path), f"r{n}": count})
-        if exclusive:
-            spark.sql(f"insert into {LANDED_FILES} values {', '.join(rows)}", args=args)
-            return
-        _retried(lambda: spark.sql(
-            f"merge into {LANDED_FILES} as logged using (select * from values {', '.join(rows)}"
-            " as batch(table_name, source_file, file_rows, landed_at)) as batch"
-            " on logged.table_name = batch.table_name and logged.source_file = batch.source_file"
-            # never taken for a file logged before the MERGE read the table (it is not in the
-            # batch): the clause makes the MERGE a row-level write, which Iceberg validates
-            # against the files logged meanwhile (an insert-only MERGE is a plain append)
-            " when matched then update set logged.landed_at = logged.landed_at"
-            " when not matched then insert *", args=args), f"the landing log {LANDED_FILES}")
+    files not logged yet, and that Iceberg refuses if a file was logged meanwhile. How many
+    times its commit was refused (another landing logged a file of the batch first)."""
+    if not files:
+        return 0
+    rows, args = [], {}
+    for n, (table, path, count) in enumerate(files):
+        rows.append(f"(:t{n}, :f{n}, cast(:r{n} as bigint), current_timestamp())")
+        args.update({f"t{n}": table, f"f{n}": str(path), f"r{n}": count})
+    if exclusive:
+        spark.sql(f"insert into {LANDED_FILES} values {', '.join(rows)}", args=args)
+        return 0
+    paths = ", ".join(f":f{n}" for n in range(len(files)))
+    _, refused = _retried(lambda: spark.sql(
+        f"merge into {LANDED_FILES} as logged using (select * from values {', '.join(rows)}"
+        " as batch(table_name, source_file, file_rows, landed_at)) as batch"
+        # the batch's paths, a filter of the log alone: Iceberg validates the commit against the
+        # entries logged meanwhile for these paths only (the log's path metrics are whole,
+        # LANDED_FILES_METRICS), so landings of other files at once do not refuse it
+        f" on logged.source_file in ({paths})"
+        " and logged.table_name = batch.table_name and logged.source_file = batch.source_file"
+        # never taken for a file logged before the MERGE read the table (it is not in the
+        # batch): the clause makes the MERGE a row-level write, which Iceberg validates
+        # against the files logged meanwhile (an insert-only MERGE is a plain append)
+        " when matched then update set logged.landed_at = logged.landed_at"
+        " when not matched then insert *", args=args), f"the landing log {LANDED_FILES}")
+    return refused
 
 
 def _retried(commit: Callable[[], T], what: str) -> tuple[T, int]:
@@ -430,8 +440,9 @@ def _append_all(spark: Sql, contract: Contract, planned: list[CheckedFile]) -> l
                                  f"{checked.path}: its append to {checked.table.relation}")
         landed.append(replace(once, refused=refused))
     # after the appends: a crash in between leaves files unlogged, and landing them again logs them
-    _log_landed(spark, unlogged, exclusive)
-    return landed
+    log_refused = _log_landed(spark, unlogged, exclusive)
+    logged = {str(path) for _, path, _ in unlogged}
+    return [replace(f, refused=f.refused + log_refused) if str(f.path) in logged else f for f in landed]
 
 
 def _append_once(spark: Sql, checked: CheckedFile, unlogged: list[tuple[str, Path, int]], exclusive: bool

@@ -4,7 +4,8 @@ target's OS lock refuses a second process instead: test_concurrency.py).
 One local cluster for the module (cluster_harness), the shop's sample landed and built once,
 then each test starts real processes at the same time, as a team's scheduler would: two daily
 runs, a landing during a daily run, a backfill publishing while a daily run commits, maintenance
-during a daily run, one day's files landed by two processes at once. Each writer ends committed, or refused by
+during a daily run, one day's files landed by two processes at once, two days' files landed at
+once into the same tables. Each writer ends committed, or refused by
 Iceberg's optimistic concurrency with the conflict named (nothing of its commit applied); then
 one more daily run, alone, and the warehouse must hold every landed version exactly once, no
 duplicate key, no watermark above the loadable data, no late change left unreflected and no
@@ -28,7 +29,7 @@ from pipeline.paths import PROJECT_DIR
 
 pytestmark = [pytest.mark.cluster, pytest.mark.extended]  # four JVMs of its own: the extended tier
 
-DAYS = 7  # generated landing days: two for the build, one for each test
+DAYS = 9  # generated landing days: two for the build, one for each test (two for the last)
 # what a writer refused by a concurrent commit says (Iceberg's optimistic concurrency: the
 # commit validated against the table's newer snapshot and found a conflicting change)
 CONFLICT = re.compile(r"ValidationException|CommitFailedException|[Cc]onflicting (files|delete files|data files)"
@@ -190,3 +191,18 @@ def test_one_file_landed_by_two_processes_at_once_is_landed_once(running: Runnin
         [(logged,)] = running.query(f"select count(*) from control.landed_files where table_name like '%.{table}'"
                                     f" and source_file like '{days[6]}/%'")
         assert logged == 1, f"raw.{table}: the day's file logged {logged} times"
+
+
+def test_landings_of_different_files_into_the_same_tables_at_once_do_not_refuse_each_other(
+        running: Running, days: list[Path], tmp_path: Path):
+    """Two days' files, one per raw table each, landed by two processes started together: each
+    commit is validated against the rows of its own files only (the appends' filter is the file's
+    path, the landing log's the batch's paths, and both tables keep the paths whole in their
+    column metrics), so neither landing's commit is refused by the other's."""
+    landings = [running.pipeline_process(tmp_path / f"day{n}", "land", *sorted(str(f) for f in days[n].iterdir()))
+                for n in (7, 8)]
+    outputs = [_ended(p, f"landing of {days[n].name}") for p, n in zip(landings, (7, 8))]
+    assert [code for code, _ in outputs] == [0, 0], "a landing failed (above)"
+    refused = [line for _, output in outputs for line in output.splitlines() if "refused commit" in line]
+    assert refused == [], "a landing of other files refused a commit:\n" + "\n".join(refused)
+    assert _problems(running) == []

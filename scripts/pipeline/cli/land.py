@@ -35,7 +35,7 @@ def register(group: click.Group) -> None:
                 note = "already landed, skipped" if landed.skipped else f"{landed.rows} rows"
                 if landed.refused:
                     note += (f" (after {landed.refused} refused commit{'s' if landed.refused > 1 else ''}: another "
-                             "landing committed to the table meanwhile)")
+                             "landing committed to the table or the landing log meanwhile)")
                 print(f"{landed.path} -> {landed.relation} ({landed.table}): {note}")
         except LandingError as error:
             print(f"error: {error}; nothing was appended", file=sys.stderr)
