@@ -30,6 +30,10 @@ from pipeline.backfill.runner import Backfill, BackfillRefused
 from sample.generate import GeneratorConfig, generate
 from pipeline.land import land
 
+# a module with a build of its own: scripts/test.sh runs it in the second process, beside the
+# main one, to even the two processes' time (docs/guides/run-the-tests.md)
+pytestmark = pytest.mark.beside
+
 MARTS = tuple(f"marts.{name}" for name in SHOP_MARTS)
 
 

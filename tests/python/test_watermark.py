@@ -20,9 +20,6 @@ from pipeline.warehouse import relations
 from helpers import Warehouse, customer, driver, item, last_invocation_statements, order, product, trip, ts
 
 
-# a module with a build of its own: scripts/test.sh runs it in the second process, to even the
-# two processes' time (docs/guides/run-the-tests.md)
-pytestmark = pytest.mark.beside
 
 
 def naive(text: str):
