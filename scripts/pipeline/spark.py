@@ -102,10 +102,6 @@ def render_profile(target: str | None = None) -> dict:
 
 def spark_conf() -> dict[str, str]:
     """The `server_side_parameters` of the embedded target, rendered."""
-    codegen = os.environ.get("PIPELINE_SPARK_CODEGEN", "true")
-    if codegen not in ("true", "false"):
-        raise ValueError(f"PIPELINE_SPARK_CODEGEN={codegen!r}: 'true' (Spark's generated code, the default) "
-                         "or 'false' (interpreted: tables of a few rows)")
     paths.export_environment()
     output = render_profile("embedded")
     conf = {str(k): str(v) for k, v in output["server_side_parameters"].items()}
@@ -118,11 +114,6 @@ def spark_conf() -> dict[str, str]:
                                        else entry for entry in conf[key].split(separator))
     # dbt-spark forces this on every connection; do the same so both agree
     conf["spark.sql.ansi.enabled"] = "false"
-    if codegen == "false":
-        # plans interpreted, not compiled (Janino, for every new plan, whole-stage and per
-        # expression): pays on tables of a few rows, as the test suite's; not at real volumes
-        conf["spark.sql.codegen.wholeStage"] = "false"
-        conf["spark.sql.codegen.factoryMode"] = "NO_CODEGEN"
     return conf
 
 

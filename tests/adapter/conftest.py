@@ -30,7 +30,6 @@ sys.path.insert(0, str(FRAMEWORK_DIR / "scripts"))
 STATE_DIR = Path(tempfile.mkdtemp(prefix="adapter-suite-"))
 os.environ["PIPELINE_STATE_DIR"] = str(STATE_DIR)
 os.environ.pop("DBT_PROJECT_DIR", None)
-os.environ.setdefault("PIPELINE_SPARK_CODEGEN", "false")  # tables of a few rows (tests/python/conftest.py)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -13,9 +13,6 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-# the suite's tables hold a few rows: Spark interprets rather than compiling generated code for
-# every new plan (pipeline/spark.py; a one-order shop run 15% faster), unless the caller asks for it
-os.environ.setdefault("PIPELINE_SPARK_CODEGEN", "false")
 
 from helpers import (MAIN_JOB_SAMPLE, SHOP_MARTS, MainJobRun, SharedBuild, Warehouse,  # noqa: E402
                      mart_checksums, warehouse_replaced)
