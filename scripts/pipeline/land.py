@@ -441,8 +441,8 @@ def _append_all(spark: Sql, contract: Contract, planned: list[CheckedFile]) -> l
         landed.append(replace(once, refused=refused))
     # after the appends: a crash in between leaves files unlogged, and landing them again logs them
     log_refused = _log_landed(spark, unlogged, exclusive)
-    logged = {str(path) for _, path, _ in unlogged}
-    return [replace(f, refused=f.refused + log_refused) if str(f.path) in logged else f for f in landed]
+    logged = {path for _, path, _ in unlogged}
+    return [replace(f, refused=f.refused + log_refused) if f.path in logged else f for f in landed]
 
 
 def _append_once(spark: Sql, checked: CheckedFile, unlogged: list[tuple[str, Path, int]], exclusive: bool

@@ -20,8 +20,6 @@ from pipeline.warehouse import relations
 from helpers import Warehouse, customer, driver, item, last_invocation_statements, order, product, trip, ts
 
 
-
-
 def naive(text: str):
     return ts(text).replace(tzinfo=None)
 
