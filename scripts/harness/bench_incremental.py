@@ -34,7 +34,10 @@ admits one JVM per metastore), every phase starting from the same warehouse:
 Measured per phase: wall time, dbt's node time, Spark task time and CPU time, rows and bytes
 read (task input metrics), Iceberg scan metrics per table (data files scanned/skipped, bytes),
 Iceberg snapshot summaries per table (changed partitions, added/deleted records and files),
-peak memory of the JVM and of the Python process, and rows differing from the full refresh.
+peak memory of the JVM and of the Python process, and rows differing from the full refresh; and
+the daily run's statement budget (`harness.statement_budget`: per model and hook, its statements
+and their Spark seconds by what each is for: scope, staging, describe, MERGE, watermark, run and
+scan records, control reads).
 Writes JSON and a markdown table. Timings on a shared machine are noisy: compare ratios taken
 in the same run.
 """
@@ -56,6 +59,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from pipeline import paths
+from harness import statement_budget
 from harness.bench_data import NEXT_DAY, Scale
 
 FACTS = {"fct_order_item": "order_item_sk", "fct_orders": "order_id"}
@@ -277,7 +281,11 @@ def _daily(args: argparse.Namespace) -> dict:
         _alter_merge_mode(spark, args.merge_mode, phase.domain.marts)
     phase.dbt.invoke("parse")
     domain = phase.domain
-    phase.measure("daily", lambda: phase.dbt.invoke("run", *domain.select_args()), list(domain.marts))
+    # per model: its statements and their Spark seconds by what each is for (issue 52's budget)
+    budget = statement_budget.StatementBudget(phase.dbt)
+    with budget.recording():
+        nodes = phase.measure("daily", lambda: phase.dbt.invoke("run", *domain.select_args()), list(domain.marts))
+    phase.results["daily"]["statement_budget"] = budget.report(nodes)
     if not args.no_equality:
         phase.equal_to_full_refresh("daily", {f: f"marts.{f}" for f in domain.compared})
     # what the next reader pays (merge-on-read leaves delete files to apply)
@@ -681,6 +689,10 @@ def _with_statements_and_targets(report: dict, lines: list[str]) -> str:
         for statement in top[:6]:
             scanned = ", ".join(f"{t} x{n}" for t, n in statement["scans"].items()) or "-"
             lines.append(f"| {statement['operator']} | {scanned} | {statement['task_s']:.0f} | {statement['cpu_s']:.0f} |")
+    budget = daily.get("statement_budget")
+    if budget:
+        lines += ["", *statement_budget.markdown(
+            budget, f"The daily run's statement budget at {_fmt_count(int(largest))}")]
     found = report.get("targets", {})
     lines += ["", "Targets:", ""]
     if "daily_vs_full_at_largest" in found:

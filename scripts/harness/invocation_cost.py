@@ -6,7 +6,9 @@ In one process (one warm JVM), on its own warehouse (DIR, made if missing: a bui
 examples from one customer, product and order of the shop), alternately: an idle `dbt run` of
 the whole project (nothing landed since the last run), and a run of the shop after one order
 with one line landed. Per run: the wall time, the models' summed execution time and each
-on-run-start / on-run-end hook's (dbt's run_results.json); then the medians per kind of run.
+on-run-start / on-run-end hook's (dbt's run_results.json); then the medians per kind of run, and
+the statement budget of the last run of each kind (harness.statement_budget: per node, its
+statements and their Spark seconds by what they are for).
 The first pair pays the JVM's warm-up: compare the later ones, and only figures of one process
 (docs/guides/run-the-tests.md, "Where an integration test's time goes").
 """
@@ -72,11 +74,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--state", type=Path, required=True, help="the warehouse's folder (made if missing)")
     parser.add_argument("--runs", type=int, default=3, help="pairs of runs (idle, one order)")
+    parser.add_argument("--json", type=Path, help="write the runs and the last runs' statement budgets here")
     args = parser.parse_args(argv)
     state = args.state.resolve()
     os.environ["PIPELINE_STATE_DIR"] = str(state)
     os.environ["DBT_TARGET_PATH"] = str(state / "target")
 
+    from harness.statement_budget import StatementBudget, markdown
     from pipeline.dbt import Dbt
     from pipeline.spark import get_spark
 
@@ -95,15 +99,19 @@ def main(argv: list[str] | None = None) -> int:
         dbt.invoke("run")
     runs = []
     per_model = []
+    budgets: dict[str, dict] = {}
     for n in range(args.runs):
         for kind in ("idle", "one order"):
             command = ["run"]
             if kind == "one order":
                 _land(spark, files / f"order-{n}", _rows(time.time_ns() % 10**9, clock + timedelta(days=n + 1)))
                 command += SHOP_ONLY
-            started = time.perf_counter()
-            dbt.invoke(*command)
-            wall = time.perf_counter() - started
+            budget = StatementBudget(dbt)
+            with budget.recording():
+                started = time.perf_counter()
+                nodes = dbt.invoke(*command)
+                wall = time.perf_counter() - started
+            budgets[kind] = budget.report(nodes)  # the last run of each kind
             hooks, models = _hooks(state / "target")
             runs.append({"run": kind, "wall": wall, **hooks})
             per_model.append((kind, models))
@@ -121,6 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"each model's median in the later {kind} runs, slowest first: "
               + ", ".join(f"{name} {seconds:.2f}" for name, seconds in
                           sorted(medians.items(), key=lambda item: -item[1])))
+    for kind, report in budgets.items():
+        print("\n".join(["", *markdown(report, f"Statement budget of the last {kind} run")]))
+    if args.json:
+        args.json.write_text(json.dumps({"runs": runs, "budgets": budgets}, indent=2))
     return 0
 
 
