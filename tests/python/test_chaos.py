@@ -1,6 +1,9 @@
-"""Fault injection in the suite: a short run of the harness (`python -m harness.chaos`, whose
-default is 24 kill points): daily runs and backfills SIGKILLed at seeded points, each recovered
-and verified against the full refresh. The harness runs its processes on a state folder of its own."""
+"""Fault injection in the chaos tier: a short run of the harness (`python -m harness.chaos`, whose
+default is 24 kill points): daily runs, backfills, restatements and maintenance SIGKILLed at
+seeded points, one of each kill class (after a daily run's statement, after a backfill's, within
+a landing, within a publish, within maintenance, after a restatement's statement), each
+recovered and verified against the full refresh and the landing log. The harness runs its
+processes on a state folder of its own; once per example domain (the shop, rides)."""
 
 from __future__ import annotations
 
@@ -14,14 +17,20 @@ import pytest
 
 
 @pytest.mark.chaos
-def test_daily_runs_and_backfills_killed_at_seeded_points_recover_without_losing_or_duplicating_rows(tmp_path: Path):
+@pytest.mark.parametrize("domain", ["shop", "rides"])
+def test_runs_landings_backfills_publishes_maintenance_and_restatements_killed_recover_losing_and_doubling_nothing(
+        tmp_path: Path, domain: str):
     out = tmp_path / "chaos.json"
-    done = subprocess.run([sys.executable, "-m", "harness.chaos", "--kills", "4", "--seed", "3",
+    done = subprocess.run([sys.executable, "-m", "harness.chaos", "--domain", domain, "--kills", "6", "--seed", "3",
                            "--orders-per-day", "10", "--state", str(tmp_path / "state"), "--out", str(out)],
-                          env={**os.environ, "PYTHONUNBUFFERED": "1"}, capture_output=True, text=True, timeout=1800)
+                          env={**os.environ, "PYTHONUNBUFFERED": "1"}, capture_output=True, text=True, timeout=2700)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     totals = json.loads(out.read_text())["totals"]
-    assert totals["kill_points"] == 4 and totals["recoveries_verified"] == 4, done.stdout
-    assert totals["kills"] >= 2, done.stdout  # the others finished before their kill point
+    assert totals["kill_points"] == 6 and totals["recoveries_verified"] == 6, done.stdout
+    assert totals["kills"] >= 3, done.stdout  # the others finished before their kill point
+    results = json.loads(out.read_text())["results"]
+    assert [r["class"] for r in results] == ["daily", "backfill", "landing", "publish", "maintain", "restate"]
     assert (totals["rows_lost"], totals["rows_duplicated"]) == (0, 0), done.stdout
     assert (totals["watermarks_above_landed"], totals["backfills_left_running"]) == (0, 0), done.stdout
+    assert totals["files_not_landed_once"] == 0 and totals["aggregate_rows_differing"] == 0, done.stdout
+    assert totals["aggregates_checked"] >= 1, done.stdout  # after the recovered daily runs
