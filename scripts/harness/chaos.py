@@ -391,12 +391,9 @@ class _Child:
 
         report = {"lost": 0, "duplicated": 0, "duplicate_keys": 0}
         for fact, (view, key) in self.domain.facts.items():
-            columns = ", ".join(self.spark.table(fact).columns)
-            actual = Counter(tuple(r) for r in self.spark.sql(f"select {columns} from {fact}").collect())
-            expected = Counter(tuple(r) for r in self.spark.sql(
-                f"select {columns} from {view} where not is_deleted").collect())
-            report["lost"] += sum((expected - actual).values())
-            report["duplicated"] += sum((actual - expected).values())
+            lost, extra = self._against_current_state(fact, view)
+            report["lost"] += lost
+            report["duplicated"] += extra
             report["duplicate_keys"] += self.spark.sql(
                 f"select count(*) - count(distinct {key}) from {fact}").collect()[0][0]
         # the greatest update time a run may load: versions further ahead of their landing than
@@ -414,18 +411,23 @@ class _Child:
         report["aggregates_checked"] = bool(last and last["op"] == "daily")
         report["aggregates_differing"] = {}
         if report["aggregates_checked"]:
-            for aggregate, (view, key) in self.domain.aggregates.items():
-                columns = ", ".join(self.spark.table(aggregate).columns)
-                actual = Counter(tuple(r) for r in self.spark.sql(f"select {columns} from {aggregate}").collect())
-                expected = Counter(tuple(r) for r in self.spark.sql(
-                    f"select {columns} from {view} where not is_deleted").collect())
-                differing = sum(((expected - actual) + (actual - expected)).values())
+            for aggregate, (view, _) in self.domain.aggregates.items():
+                differing = sum(self._against_current_state(aggregate, view))
                 if differing:
                     report["aggregates_differing"][aggregate] = differing
         report["backfills_running"] = [r.run_id for r in Control(self.spark).active_runs()]
         report["files_not_landed_once"] = self._files_not_landed_once()
         report["rows"] = sum(self.spark.table(f).count() for f in self.domain.facts)
         return report
+
+    def _against_current_state(self, table: str, view: str) -> tuple[int, int]:
+        """Rows of the current-state view (what a full refresh builds) the table lacks, and rows
+        the table holds beyond them, every column compared."""
+        columns = ", ".join(self.spark.table(table).columns)
+        actual = Counter(tuple(r) for r in self.spark.sql(f"select {columns} from {table}").collect())
+        expected = Counter(tuple(r) for r in self.spark.sql(
+            f"select {columns} from {view} where not is_deleted").collect())
+        return sum((expected - actual).values()), sum((actual - expected).values())
 
     def _files_not_landed_once(self) -> list[str]:
         """Every file of the days landed so far is in the landing log once, and its raw table
