@@ -5,7 +5,8 @@ One local cluster for the module (cluster_harness), the shop's sample landed and
 then each test starts real processes at the same time, as a team's scheduler would: two daily
 runs, a landing during a daily run, a backfill publishing while a daily run commits, maintenance
 during a daily run, one day's files landed by two processes at once, two days' files landed at
-once into the same tables. Each writer ends committed, or refused by
+once into the same tables; and a daily run's dbt client killed during its MERGE, and the Thrift
+Server itself killed during a daily run and started again. Each writer ends committed, or refused by
 Iceberg's optimistic concurrency with the conflict named (nothing of its commit applied); then
 one more daily run, alone, and the warehouse must hold every landed version exactly once, no
 duplicate key, no watermark above the loadable data, no late change left unreflected and no
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -25,11 +27,12 @@ from pathlib import Path
 import pytest
 
 from cluster_harness import Running, ended, running_cluster
+from pipeline import cluster
 from pipeline.paths import PROJECT_DIR
 
 pytestmark = [pytest.mark.cluster, pytest.mark.extended]  # four JVMs of its own: the extended tier
 
-DAYS = 9  # generated landing days: two for the build, one for each test (two for the last)
+DAYS = 11  # generated landing days: two for the build, one for each test (two for the landings at once)
 # what a writer refused by a concurrent commit says (Iceberg's optimistic concurrency: the
 # commit validated against the table's newer snapshot and found a conflicting change)
 CONFLICT = re.compile(r"ValidationException|CommitFailedException|[Cc]onflicting (files|delete files|data files)"
@@ -206,3 +209,57 @@ def test_landings_of_different_files_into_the_same_tables_at_once_do_not_refuse_
     refused = [line for _, output in outputs for line in output.splitlines() if "refused commit" in line]
     assert refused == [], "a landing of other files refused a commit:\n" + "\n".join(refused)
     assert _problems(running) == []
+
+
+def _wait_for_log(log: Path, pattern: str, process: subprocess.Popen[str], timeout: float = 600) -> bool:
+    """Until `pattern` appears in a dbt log file (debug: every statement as it is sent), or the
+    process ended first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        if log.exists() and re.search(pattern, log.read_text(errors="replace")):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_a_daily_run_whose_dbt_client_is_killed_during_its_merge_is_finished_by_the_next(
+        running: Running, days: list[Path], tmp_path: Path):
+    """The client dies; the Thrift Server may still finish the MERGE it was sent (its commit is
+    the server's), but the run's end never commits the watermarks: the next run reads the same
+    versions again and changes nothing the MERGE already wrote."""
+    _land(running, tmp_path / "land", days[9])
+    daily = running.dbt_process(tmp_path / "killed", "run", "--selector", "shop_example")
+    sent = _wait_for_log(tmp_path / "killed" / "logs" / "dbt.log", r"merge into marts\.fct_order_item ", daily)
+    assert sent and daily.poll() is None, "the run ended before its MERGE could be killed"
+    time.sleep(0.5)
+    daily.send_signal(signal.SIGKILL)
+    code, _ = _ended(daily, "daily run killed during its MERGE")
+    assert code == -signal.SIGKILL
+    assert _settled(running, tmp_path / "settle") == []
+
+
+def test_a_thrift_server_killed_during_a_daily_run_and_started_again_loses_nothing(
+        running: Running, days: list[Path], tmp_path: Path):
+    """The server's JVM is SIGKILLed while it runs a fact's MERGE: the run fails (its connection
+    is gone), Iceberg never saw a commit that was not whole; the cluster is started again on the
+    same port (the module's last test: the fixture stops that one) and the next run loads it all."""
+    _land(running, tmp_path / "land", days[10])
+    daily = running.dbt_process(tmp_path / "daily", "run", "--selector", "shop_example")
+    sent = _wait_for_log(tmp_path / "daily" / "logs" / "dbt.log", r"merge into marts\.fct_order_item ", daily)
+    assert sent and daily.poll() is None, "the run ended before its server could be killed"
+    time.sleep(0.5)
+    os.killpg(running.info.pids["thriftserver"], signal.SIGKILL)
+    code, output = _ended(daily, "daily run whose Thrift Server was killed")
+    assert code != 0, "the run succeeded although its server was killed"
+    cluster.stop(running.state)
+    # the killed server's connections hold its port in TIME_WAIT for a while
+    deadline = time.monotonic() + 240
+    while True:
+        try:
+            cluster.start(running.state, thrift_port=running.info.thrift_port, timeout=300)
+            break
+        except cluster.ClusterRefused:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(5)
+    assert _settled(running, tmp_path / "settle") == []
