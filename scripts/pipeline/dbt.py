@@ -63,19 +63,44 @@ class Freshness:
 
 
 class Dbt:
-    def __init__(self, quiet: bool = False) -> None:
+    def __init__(self, quiet: bool = False, log_path: Path | None = None) -> None:
+        """`log_path`: dbt's log folder, by default the state folder's `logs` (a process that runs
+        dbt beside another one of the same state folder gives its own)."""
         paths.export_environment()
+        self._logs = log_path
+        self._listeners: list = []  # listening()
         get_engine()  # embedded: the session is created first, so dbt-spark's session method reuses it
         self._runner = dbtRunner()
         self._quiet = quiet
 
+    @property
+    def _log_path(self) -> str:
+        return str(self._logs or paths.state_dir() / "logs")
+
     def _full(self, command: list[str]) -> list[str]:
-        full = ["--log-path", str(paths.state_dir() / "logs")] + (["--quiet"] if self._quiet else [])
+        full = ["--log-path", self._log_path] + (["--quiet"] if self._quiet else [])
         return full + command + ["--project-dir", str(paths.PROJECT_DIR), "--profiles-dir", str(paths.PROFILES_DIR)]
 
     def _invoke_runner(self, args: list[str]) -> dbtRunnerResult:
-        with _parse_state(args):
-            return self._runner.invoke(args)
+        callbacks = self._runner.callbacks
+        if self._listeners:
+            self._runner.callbacks = [*(callbacks or []), *self._listeners]
+        try:
+            with _parse_state(args):
+                return self._runner.invoke(args)
+        finally:
+            self._runner.callbacks = callbacks
+
+    @contextmanager
+    def listening(self, callback) -> Iterator[None]:
+        """dbt's events of every invocation inside the block, a pinned manifest's too, passed to
+        `callback` as they happen (in the invoking thread: a SQLQuery event comes before its
+        statement is sent)."""
+        self._listeners.append(callback)
+        try:
+            yield
+        finally:
+            self._listeners.remove(callback)
 
     @contextmanager
     def pinned_manifest(self) -> Iterator[None]:
@@ -171,7 +196,7 @@ class Dbt:
     def _invoke_silent(self, command: list[str]) -> dbtRunnerResult:
         """An invocation whose results are returned, not printed: `ls` and `show` print them even
         with --quiet, so --log-level none too. DbtError when it fails."""
-        full = ["--quiet", "--log-level", "none", "--log-path", str(paths.state_dir() / "logs"), *command,
+        full = ["--quiet", "--log-level", "none", "--log-path", self._log_path, *command,
                 "--project-dir", str(paths.PROJECT_DIR), "--profiles-dir", str(paths.PROFILES_DIR)]
         result = self._invoke_runner(full)
         if result.exception is not None or not result.success:

@@ -174,6 +174,28 @@ def downstream_of(model_names: list[str], manifest: dict | None = None) -> list[
     return sorted(found, key=lambda d: (d.resource_type, d.name))
 
 
+def models_read(model_names: list[str], manifest: dict | None = None) -> dict[str, set[str]]:
+    """Per model named, the others of `model_names` it reads, directly or through any other node
+    (a view, an ephemeral model, a model left out): what must be written before it is."""
+    manifest = manifest or _manifest()
+    nodes = manifest["nodes"]
+    named = {i: n["name"] for i, n in nodes.items() if n["resource_type"] == "model" and n["name"] in set(model_names)}
+    found: dict[str, set[str]] = {}
+    for node_id, name in named.items():
+        seen, stack, reads = set(), list(nodes[node_id].get("depends_on", {}).get("nodes", [])), set()
+        while stack:
+            parent = stack.pop()
+            if parent in seen:
+                continue
+            seen.add(parent)
+            if parent in named:
+                reads.add(named[parent])
+            elif parent in nodes:
+                stack.extend(nodes[parent].get("depends_on", {}).get("nodes", []))
+        found[name] = reads
+    return found
+
+
 def tested_models(model_names: list[str], manifest: dict | None = None) -> list[str]:
     """Those of `model_names` that a data test reads (dbt selects a test by any model it reads)."""
     manifest = manifest or _manifest()

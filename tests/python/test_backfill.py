@@ -14,6 +14,8 @@ import os
 import re
 import socket
 import subprocess
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from domains import SHOP_AGGREGATES, SHOP_FACTS, SHOP_ONLY, stale_aggregates
 from helpers import SHOP_MARTS, Warehouse, item, order
 from pipeline import cli, iceberg
 from pipeline.backfill import plan_file
+from pipeline.backfill.plan import PlanError
 from pipeline.maintain import iceberg_tables
 from pipeline.backfill.control import Control
 from pipeline.backfill.runner import Backfill, BackfillRefused
@@ -374,6 +377,105 @@ def test_a_failed_window_is_recorded_the_others_run_and_resume_runs_it_alone(bui
     assert run.status == "published", run.message
     assert ran == [1]
     assert [w.status for w in Control(built.spark).windows(run_id)] == ["done", "done", "done"]
+    assert built.table("marts.fct_order_item") == full_refresh_result(built, "marts.fct_order_item")
+
+
+def test_parallel_windows_run_at_once_only_the_models_whose_windows_write_their_own_dates(built: Warehouse):
+    """`--parallel N` (split_parallel): the facts and the daily revenue, partitioned by their
+    event date, run their windows at once; the customers' lifetime figures (a table not
+    partitioned by its event date) and the dimensions run theirs one at a time after them. On the embedded target, refused before anything is recorded
+    (one dbt invocation at a time in its one process)."""
+    backfill = runner(built)
+    first, later = backfill.parallel_split(["fct_order_item", "fct_orders", "agg_daily_revenue",
+                                            "agg_customer_orders"])
+    assert first == ["agg_daily_revenue", "fct_order_item", "fct_orders"]
+    assert later == {"agg_customer_orders": "its table is not partitioned by its event date"}
+    first, later = backfill.parallel_split(["dim_customer", "fct_orders", "agg_customer_orders"])
+    assert (first, sorted(later)) == (["fct_orders"], ["agg_customer_orders", "dim_customer"])  # no fact reads a dimension
+
+    backfill.parallel = 2
+    with pytest.raises(PlanError, match="the embedded target runs one dbt invocation at a time"):
+        backfill.start(backfill.plan("2025-01-01", "2025-01-03", "fct_order_item", 1), "windows at once")
+    assert not iceberg.table_exists(built.spark, "control.backfill_runs")
+
+
+def test_a_window_refused_by_concurrent_commits_runs_again_then_fails_loudly_and_resumes(built: Warehouse):
+    """Iceberg's optimistic concurrency: a window whose MERGE another writer's commit refuses
+    runs again, conflict_retries times, then is recorded failed with the conflict named, and
+    nothing is published; once the other writer is gone, the resume runs it and publishes. The
+    other writer, made to win every race: as each of the window's MERGEs into fct_order_item is
+    sent, both cores are held by a job that sleeps; once the MERGE has been planned (its first
+    job waits), another Iceberg client deletes the 2025-01-01 partition of the run's branch,
+    the partition the MERGE rewrites (a metadata-only delete), and the cores are let go. The
+    branch is put back to its head before each MERGE is sent, and before the resume."""
+    before = snapshots(built)
+    context = built.spark.sparkContext
+    heads: dict[str, int] = {}  # the run's branch -> its head before any other writer's commit
+    refused: list[str] = []
+
+    def branch_head(branch: str) -> int:
+        return built.rows(f"select snapshot_id from marts.fct_order_item.refs where name = '{branch}'")[0].snapshot_id
+
+    def put_back(branch: str) -> None:
+        if branch_head(branch) != heads[branch]:
+            built.spark.sql(f"alter table marts.fct_order_item replace branch `{branch}` as of version {heads[branch]}")
+
+    def hold_the_cores() -> None:
+        context.setJobGroup("held", "both cores, while another writer commits", True)
+        try:
+            built.spark.sql("select count(reflect('java.lang.Thread', 'sleep', cast(120000 as bigint)))"
+                            " from range(0, 2, 1, 2)").collect()
+        except Exception:  # noqa: BLE001 - cancelled, as it should be
+            pass
+
+    def delete_the_partition_once_the_merge_is_planned(branch: str, merge: str) -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not context.statusTracker().getJobIdsForGroup(merge):
+            time.sleep(0.02)  # until the MERGE's first job: its scan of the branch planned, its snapshot taken
+        # whole files of one partition: Iceberg deletes them from the metadata, no task to run; on
+        # the branch the window set (spark.wap.branch: a write may not name the branch too)
+        assert built.spark.conf.get("spark.wap.branch") == branch
+        built.spark.sql("delete from marts.fct_order_item where order_date = date'2025-01-01'")
+        refused.append(branch)
+        context.cancelJobGroup("held")
+
+    def on_event(event) -> None:
+        if event.info.name != "SQLQuery" or "merge into marts.fct_order_item " not in event.data.sql:
+            return
+        [branch] = [r.name for r in built.rows("select name from marts.fct_order_item.refs where name like 'bf_%'")]
+        heads.setdefault(branch, branch_head(branch))
+        put_back(branch)
+        threading.Thread(target=hold_the_cores, daemon=True).start()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and sum(
+                context.statusTracker().getStageInfo(stage).numActiveTasks
+                for stage in context.statusTracker().getActiveStageIds()
+                if context.statusTracker().getStageInfo(stage)) < 2:
+            time.sleep(0.02)
+        merge = f"merge-{time.monotonic_ns()}"
+        context.setJobGroup(merge, "the window's MERGE")  # this thread's: dbt sends the MERGE from it
+        threading.Thread(target=delete_the_partition_once_the_merge_is_planned, args=(branch, merge),
+                         daemon=True).start()
+
+    shown = io.StringIO()
+    contended = Backfill(built.dbt, built.spark, Console(file=shown, width=250))
+    contended.conflict_retries = 1
+    with built.dbt.listening(on_event):
+        run_id = contended.start(contended.plan("2025-01-01", "2025-01-02", "fct_order_item", 1), "contended")
+    assert len(refused) == 2, refused  # the window's run and its one retry
+    [run] = Control(built.spark).runs(run_id)
+    assert run.status == "failed", (run.message, shown.getvalue())
+    [window] = Control(built.spark).windows(run_id)
+    error = json.loads(window.table_stats)["error"]
+    assert error.startswith("refused by concurrent commits (") and " 2 times, retried 1 times" in error, error
+    assert "refused by a concurrent commit" in shown.getvalue() and "running it again (1 of 1)" in " ".join(
+        shown.getvalue().split()), shown.getvalue()
+    assert snapshots(built) == before  # nothing published
+
+    put_back(run_id)  # the other writer's delete undone
+    assert runner(built).resume(run_id) == run_id
+    [run] = Control(built.spark).runs(run_id)
+    assert run.status == "published", run.message
     assert built.table("marts.fct_order_item") == full_refresh_result(built, "marts.fct_order_item")
 
 

@@ -93,6 +93,54 @@ def test_cli_refuses_bad_arguments_before_spark_or_any_sql_starts(args, tmp_path
     assert not (tmp_path / "state").exists()  # no metastore, no warehouse: nothing started
 
 
+@pytest.mark.parametrize("args,message", [
+    (["backfill", "--start", "2025-01-01", "--end", "2025-01-05", "--reason", "r", "--parallel", "5"],
+     "--parallel must be between 1 and 4 (project var backfill_max_parallel), got 5"),
+    (["backfill", "--resume", "bf_20251122_101010_abcdef", "--parallel", "0"], "got 0"),
+    (["restate", "--reason", "r", "--parallel", "2"], "--parallel 2: the embedded target runs one dbt invocation"),
+    (["backfill", "--start", "2025-01-01", "--end", "2025-01-05", "--reason", "r", "--parallel", "2"],
+     "windows at once need a Spark cluster"),
+])
+def test_parallel_windows_are_capped_and_refused_on_the_embedded_target_before_spark_starts(args, message,
+                                                                                            tmp_path: Path):
+    env = dict(os.environ, PIPELINE_STATE_DIR=str(tmp_path / "state"))
+    env.pop("DBT_TARGET", None)  # the profile's default: embedded
+    result = subprocess.run([sys.executable, "-m", "pipeline.cli", *args], cwd=PROJECT, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert message in " ".join(result.stdout.split()), result.stdout
+    assert not (tmp_path / "state").exists()  # nothing started
+
+
+def test_windows_at_once_only_for_models_that_write_and_read_their_own_dates():
+    from pipeline.backfill.runner import split_parallel
+    from pipeline.manifest import IncrementalModel
+
+    def model(name: str, event_date: str = "d", upstream: tuple[str, ...] = (), key: str | None = None):
+        return IncrementalModel(name, f"marts.{name}", f"{name}_key", event_date=event_date, upstream_models=upstream,
+                                scope_key=key, upstream_columns=tuple((u, key) for u in upstream))
+
+    models = [model("dim_a", event_date=None), model("fct_b"), model("fct_c"), model("agg_by_date", upstream=("fct_b",),
+                                                                                   key="d"),
+              model("agg_by_customer", upstream=("fct_c",), key="customer_key"), model("agg_over_agg",
+                                                                                       upstream=("agg_by_customer",),
+                                                                                       key="d")]
+    partitioned = {"fct_b", "fct_c", "agg_by_date", "agg_by_customer", "agg_over_agg"}
+    reads = {"fct_b": set(), "fct_c": {"dim_a"}, "agg_by_date": {"fct_b"}, "agg_by_customer": {"fct_c"},
+             "agg_over_agg": {"agg_by_customer"}}
+    first, later = split_parallel(models, partitioned, reads)
+    assert first == ["fct_b", "agg_by_date"]
+    assert later == {
+        "dim_a": "its table is not partitioned by its event date",
+        "agg_by_customer": "its rows are scoped by customer_key, not by its event date d: a window reads rows of "
+                           "other windows' dates",
+        "fct_c": "it reads dim_a, which runs later",
+        "agg_over_agg": "it reads agg_by_customer, which runs later"}
+    # without the dimension in the run, the fact reading it runs its windows at once
+    first, later = split_parallel(models[1:3], {"fct_b", "fct_c"}, {"fct_b": set(), "fct_c": set()})
+    assert (first, later) == (["fct_b", "fct_c"], {})
+
+
 def test_the_fresh_datas_span_is_a_daily_local_span_that_a_window_must_not_touch():
     """`HH:MM-HH:MM`: a window that would end inside the span, or starts in it, touches it (and
     says when it closes); one that ends before it does not; a span may cross midnight."""

@@ -15,6 +15,7 @@ must hold whatever the interleaving, and print the outcomes."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -208,6 +209,92 @@ def test_landings_of_different_files_into_the_same_tables_at_once_do_not_refuse_
     assert [code for code, _ in outputs] == [0, 0], "a landing failed (above)"
     refused = [line for _, output in outputs for line in output.splitlines() if "refused commit" in line]
     assert refused == [], "a landing of other files refused a commit:\n" + "\n".join(refused)
+    assert _problems(running) == []
+
+
+def _partitions_written(running: Running, table: str, base: int, head: int) -> list[str]:
+    """The event dates (partitions) each snapshot from `base` (excluded) to `head` wrote to
+    `table`, one entry per snapshot and partition: from the per-partition summaries the
+    parallel windows turn on (write.summary.partition-limit)."""
+    parents = dict(running.query(f"select snapshot_id, parent_id from {table}.snapshots"))
+    chain, cursor = [], head
+    while cursor is not None and cursor != base:
+        chain.append(cursor)
+        cursor = parents.get(cursor)
+    assert cursor == base, f"{table}: {base} is not an ancestor of {head}"
+    written = []
+    for snapshot in chain:
+        for (key,) in running.query(f"select k from (select explode(map_keys(summary)) as k from {table}.snapshots"
+                                    f" where snapshot_id = {snapshot}) where k like 'partitions.%'"):
+            written.append(key.split("=", 1)[1])
+    return written
+
+
+def _corrupt_the_facts(running: Running) -> None:
+    """Every line and order of the backfill's dates made wrong in the marts (what a backfill is
+    for): each window has its own partitions to rewrite, and the audit lists them until then."""
+    running.execute("update marts.fct_order_item set quantity = quantity + 100"
+                    " where order_date >= date'2025-01-01' and order_date < date'2025-01-05'")
+    running.execute("update marts.fct_orders set total_quantity = total_quantity + 100"
+                    " where order_date >= date'2025-01-01' and order_date < date'2025-01-05'")
+    stale = running.query("select count(*) from audit.audit_unreflected_changes where problem = 'stale'")
+    assert stale[0][0] > 0, "the corrupted rows are not seen as stale"
+
+
+def test_windows_at_once_write_each_partition_once_and_publish_what_one_at_a_time_would(
+        running: Running, days: list[Path], tmp_path: Path):
+    """`pipeline backfill --parallel 2` through the Thrift Server: two worker processes run the
+    facts' and the daily revenue's windows at once (each its own dates' partitions), then the
+    customers' lifetime figures (a table not partitioned by date) one window at a time.
+    Windows ran at the same time; no partition was written by two snapshots; each window's
+    figures are its own dates'; published, the marts hold what the sources say (no late change
+    unreflected, no duplicate). The same backfill one window at a time, for the wall time."""
+    select = "fct_order_item fct_orders"
+    args = ("backfill", "--start", "2025-01-01", "--end", "2025-01-05", "--batch-days", "1", "--select", select)
+    _corrupt_the_facts(running)
+    started = time.monotonic()
+    done = running.pipeline(tmp_path / "parallel", *args, "--parallel", "2", "--reason", "windows at once")
+    parallel_seconds = time.monotonic() - started
+    print(done.stdout[-6000:], done.stderr[-3000:])
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
+    printed = " ".join(done.stdout.split())
+    assert "2 windows at once for agg_daily_revenue, fct_order_item, fct_orders; then, one window at a time," \
+        " agg_customer_orders (its table is not partitioned by its event date)" in printed, printed
+    [(run_id,)] = running.query("select run_id from control.backfill_runs where reason = 'windows at once'")
+    events = running.query("select window_index, window_start, status, unix_micros(started_at),"
+                           f" unix_micros(finished_at), table_stats from control.backfill_window_events"
+                           f" where run_id = '{run_id}' and status in ('loaded', 'done')")
+    loaded = {i: (start, begun, ended, json.loads(stats)) for i, start, status, begun, ended, stats in events
+              if status == "loaded"}
+    assert sorted(loaded) == [0, 1, 2, 3], events
+    spans = sorted((begun, ended) for _, begun, ended, _ in loaded.values())
+    assert any(later_begun < earlier_ended for (_, earlier_ended), (later_begun, _) in zip(spans, spans[1:])), \
+        f"no two windows ran at the same time: {spans}"
+    tables = {r[0]: (r[1], r[2]) for r in running.query(
+        f"select table_name, base_snapshot_id, published_snapshot_id from control.backfill_tables"
+        f" where run_id = '{run_id}'")}
+    for table in ("marts.fct_order_item", "marts.fct_orders", "marts.agg_daily_revenue"):
+        base, head = tables[table]
+        written = _partitions_written(running, table, base, head)
+        assert len(written) == len(set(written)), f"{table}: a partition written twice: {sorted(written)}"
+        assert set(written) <= {"2025-01-01", "2025-01-02", "2025-01-03", "2025-01-04"}, written
+        rows_by_date = dict(running.query(f"select cast(order_date as string), count(*) from {table} group by 1"))
+        for index, (start, _, _, stats) in loaded.items():
+            # the window's figures: its own date's partition, written when the date has rows
+            wrote = str(start) in written
+            if table != "marts.agg_daily_revenue":  # every corrupted date of a fact is rewritten
+                assert wrote == bool(rows_by_date.get(str(start))), (table, start, written, rows_by_date)
+            assert (stats[table]["changed_partitions"] == 1) == wrote, (table, start, stats[table], written)
+            assert (stats[table]["added"] > 0) == wrote, (table, start, stats[table])
+    assert _problems(running) == []
+
+    _corrupt_the_facts(running)
+    started = time.monotonic()
+    one = running.pipeline(tmp_path / "one", *args, "--reason", "one window at a time")
+    one_seconds = time.monotonic() - started
+    assert one.returncode == 0, one.stdout[-6000:] + one.stderr[-3000:]
+    print(f"4 windows of {select} and what reads them: --parallel 2 {parallel_seconds:.1f} s,"
+          f" one at a time {one_seconds:.1f} s")
     assert _problems(running) == []
 
 

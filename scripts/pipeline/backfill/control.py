@@ -6,7 +6,9 @@
   when the run is created (one statement), 'done' when its dbt run finished, with its start and
   end times and rows added/deleted per table (JSON, from the Iceberg snapshot summaries of the
   branch), 'failed' when its dbt run failed (the error, as JSON {"error": ...}, in the same
-  column). A window's state is its latest row. Appending (one fast-append commit per window)
+  column); in a run of parallel windows, 'loaded' when the models that run their windows at once
+  are done and those that run theirs one at a time after them are not yet (the same stats, of
+  the first). A window's state is its latest row. Appending (one fast-append commit per window)
   costs half an UPDATE's copy-on-write rewrite, and appends never conflict with each other.
 - backfill_tables: per table of a run: the branch, main's snapshot when the branch was cut,
   main's snapshot just before publishing (what `rollback` restores) and after.
@@ -171,6 +173,11 @@ class Control:
 
     def window_done(self, run_id: str, window, started_at: datetime, finished_at: datetime, stats: dict) -> None:
         self._window_ended(run_id, window, "done", started_at, finished_at, stats)
+
+    def window_loaded(self, run_id: str, window, started_at: datetime, finished_at: datetime, stats: dict) -> None:
+        """A window of parallel windows whose models that run at once are done (Backfill's parallel
+        windows), the models run one at a time after them not yet."""
+        self._window_ended(run_id, window, "loaded", started_at, finished_at, stats)
 
     def window_failed(self, run_id: str, window, started_at: datetime, finished_at: datetime, error: str) -> None:
         self._window_ended(run_id, window, "failed", started_at, finished_at, {"error": error})

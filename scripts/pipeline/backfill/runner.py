@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import re
 import secrets
 import socket
 import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import Callable
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
@@ -40,8 +43,14 @@ from pipeline.backfill import plan as planning
 from pipeline.backfill.control import SCHEMA, Control, Run
 from pipeline.dbt import Dbt, DbtError
 from pipeline.engine import Sql, ThriftSql
-from pipeline.manifest import (IncrementalModel, code_fingerprint, downstream_of, incremental_models,
+from pipeline.manifest import (IncrementalModel, code_fingerprint, downstream_of, incremental_models, models_read,
                                tested_models, unreflected_changes_relation)
+
+# what a window's dbt run says when a concurrent commit refused its own (Iceberg's optimistic
+# concurrency: the commit validated against the table's newer snapshot and found a conflicting
+# change, or ran out of Iceberg's own retries): the window runs again, a bounded number of times
+COMMIT_CONFLICT = re.compile(r"ValidationException|CommitFailedException|[Ff]ound conflicting|"
+                             r"[Cc]onflicting (files|delete files|data files)|Cannot commit")
 
 
 class _Heartbeat:
@@ -187,6 +196,75 @@ def max_batch_days() -> int:
         return 31
 
 
+def max_parallel() -> int:
+    """var backfill_max_parallel of the project (default 4): the most windows at once."""
+    try:
+        return int(paths.project_var("backfill_max_parallel"))
+    except KeyError:
+        return 4
+
+
+def check_parallel(parallel: int, embedded: bool) -> None:
+    """--parallel N: between 1 and var backfill_max_parallel; above 1 only on a Spark cluster."""
+    cap = max_parallel()
+    if not 1 <= parallel <= cap:
+        raise planning.PlanError(f"--parallel must be between 1 and {cap} (project var backfill_max_parallel), "
+                                 f"got {parallel}")
+    if parallel > 1 and embedded:
+        raise planning.PlanError(
+            f"--parallel {parallel}: the embedded target runs one dbt invocation at a time (one process holds its "
+            "Spark session and Derby metastore), so its windows run one after another; windows at once need a "
+            "Spark cluster (DBT_TARGET=cluster, docs/guides/cluster-mode.md). Drop --parallel")
+
+
+def split_parallel(models: list[IncrementalModel], partitioned: set[str],
+                   reads: dict[str, set[str]]) -> tuple[list[str], dict[str, str]]:
+    """Which of a run's models run their windows at once (`first`, in the order given) and
+    which run theirs one at a time once those are done (`later`: name -> why). At once: a model
+    whose table is partitioned by its event date (`partitioned`: a window writes its own dates'
+    partitions), whose rows are its event date's (a model over models scoped by another key, a
+    customer, reads rows of every date, which other windows are writing), and that reads
+    (`reads`: name -> the models of the run it reads) no model run later."""
+    later: dict[str, str] = {}
+    for model in models:
+        if model.name not in partitioned:
+            later[model.name] = "its table is not partitioned by its event date"
+        elif model.over_models and model.scope_key != model.event_date:
+            later[model.name] = (f"its rows are scoped by {model.scope_key}, not by its event date {model.event_date}:"
+                                 " a window reads rows of other windows' dates")
+    while True:
+        blocked = {m.name: sorted(reads.get(m.name, set()) & set(later)) for m in models if m.name not in later}
+        blocked = {name: upstream for name, upstream in blocked.items() if upstream}
+        if not blocked:
+            break
+        later.update({name: f"it reads {upstream[0]}, which runs later" for name, upstream in blocked.items()})
+    return [m.name for m in models if m.name not in later], later
+
+
+def _read_answers(n: int, worker: subprocess.Popen, answers: queue.Queue) -> None:
+    """A worker's answers (JSON lines on its stdout) into `answers` as (n, answer); (n, None)
+    once it ends."""
+    for line in worker.stdout:
+        try:
+            answers.put((n, json.loads(line)))
+        except ValueError:
+            continue
+    answers.put((n, None))
+
+
+def _stop_worker(worker: subprocess.Popen) -> None:
+    """A worker's stdin closed (it ends after its window), killed if it has not ended in 60 s."""
+    try:
+        worker.stdin.close()
+    except OSError:
+        pass
+    try:
+        worker.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        worker.wait()
+
+
 def _owner_gone(owner: str) -> bool:
     """True if `owner` (host:pid) is a process of this host that no longer runs."""
     host, _, pid = owner.rpartition(":")
@@ -253,6 +331,12 @@ class Backfill:
         self.not_during: planning.DailySpan | None = None
         self.clock: Callable[[], datetime] = lambda: datetime.now().astimezone()
         self._began = time.time()  # a pause request older than this is not this run's
+        # --parallel: how many windows run at once (check_parallel; the cluster target only, each
+        # in a worker process of its own: pipeline.backfill.worker)
+        self.parallel = 1
+        # a window whose dbt run a concurrent commit refused (COMMIT_CONFLICT) runs again, up to
+        # this many times, before it is recorded failed
+        self.conflict_retries = 2
 
     # -- planning ----------------------------------------------------------------------------
     def plan(self, start: str, end: str, select: str | None, batch_days: int) -> Plan:
@@ -870,6 +954,7 @@ class Backfill:
         and text), recorded with the run."""
         reason = planning.check_reason(reason)
         self.release_audit()  # the restatement's plan is made: its audit rows are not read again
+        check_parallel(self.parallel, not isinstance(self.spark, ThriftSql))
         self._refuse_ungated_cluster()
         control = Control(self.spark)
         self._refuse_overlap(control, [m.name for m in plan.models])
@@ -893,6 +978,7 @@ class Backfill:
         return self._execute(control, run_id)
 
     def resume(self, run_id: str) -> str:
+        check_parallel(self.parallel, not isinstance(self.spark, ThriftSql))
         self._refuse_ungated_cluster()
         control, run = self._open(run_id)
         if run.status not in ("running", "failed", "paused"):
@@ -951,7 +1037,7 @@ class Backfill:
             self.spark.sql(f"alter table {table} drop branch if exists `{run_id}`")
             control.rebase_table(run_id, table, iceberg.current_snapshot_id(self.spark, table))
         done = [planning.Window(w.window_index, w.window_start, w.window_end)
-                for w in control.windows(run_id) if w.status == "done"]
+                for w in control.windows(run_id) if w.status in ("done", "loaded")]
         if done:
             control.add_windows(run_id, done)
         self.console.print(f"[yellow]note:[/] main of {', '.join(moved)} moved since the "
@@ -1008,10 +1094,12 @@ class Backfill:
                     task = progress.add_task(f"{run_id} windows", total=len(windows),
                                              completed=len(windows) - len(todo))
 
-                    def checkpoint(window: planning.Window, invocation: str, started: datetime,
-                                   finished: datetime) -> None:
-                        stats = self._changes(tables, run_id, started, finished)
-                        control.window_done(run_id, window, started, finished, stats)
+                    def checkpoint(window: planning.Window, invocation: str, started: datetime, finished: datetime,
+                                   stats: dict | None = None, earlier: dict | None = None) -> None:
+                        """The window done: `stats` (default: its time's snapshots of every table)
+                        and `earlier` (what a parallel run's first models recorded) in its event."""
+                        stats = self._changes(tables, run_id, started, finished) if stats is None else stats
+                        control.window_done(run_id, window, started, finished, {**(earlier or {}), **stats})
                         control.record_window_runs(run_id, window, invocation, started, finished, stats)
                         progress.advance(task)
                         self.console.print(
@@ -1023,6 +1111,15 @@ class Backfill:
                     # recorded ones), to tell whether the next one would run into not_during
                     took = [(w.finished_at - w.started_at).total_seconds() for w in windows
                             if w.status == "done" and w.started_at and w.finished_at]
+                    first, later = self.parallel_split(run.models) if self.parallel > 1 else ([], {})
+                    if first:
+                        failed, paused, window = self._parallel_windows(
+                            control, run_id, windows, todo, took, first, later, checkpoint, cleanup)
+                        todo = []
+                    elif self.parallel > 1:
+                        self.console.print(f"[yellow]note:[/] --parallel {self.parallel}: no model of this run "
+                                           "may run its windows at once, so they run one after another ("
+                                           + "; ".join(f"{name}: {why}" for name, why in later.items()) + ")")
                     for window in todo:
                         paused = self._pause_reason(max(took, default=0.0))
                         if paused is not None:
@@ -1030,19 +1127,14 @@ class Backfill:
                         if self.before_window is not None:
                             self.before_window(window)
                         started = datetime.now(UTC)
-                        try:
-                            # --no-populate-cache: the MERGE looks up its one target table lazily,
-                            # instead of dbt listing every schema of the project first (~0.35 s a window)
-                            self.dbt.invoke("run", "--no-write-json", "--no-populate-cache", "--select", *run.models,
-                                            "--vars", json.dumps({**window.dbt_vars, "backfill_branch": run_id}))
-                        except DbtError as error:
+                        detail = self._run_window(run.models, window, run_id, len(windows))
+                        if detail is not None:
                             # a model failed on this window's dates: the other windows are other
                             # dates, so they run; this one alone runs again on --resume
                             failed.append(window)
-                            detail = "; ".join(error.failures) or str(error)  # the models' errors
                             control.window_failed(run_id, window, started, datetime.now(UTC), detail[:2000])
                             self.console.print(f"[red]window {window.index + 1}/{len(windows)} {window.start} .. "
-                                               f"{window.end} failed[/]: {error}")
+                                               f"{window.end} failed[/]: {escape(detail[:1000])}")
                             continue
                         finished = datetime.now(UTC)
                         took.append((finished - started).total_seconds())
@@ -1107,6 +1199,217 @@ class Backfill:
         self._publish(control, run_id)
         self._downstream_health(control, run_id, run.models, "published")
         return run_id
+
+    # -- windows: one at a time, or at once ----------------------------------------------------
+    def _run_window(self, models: list[str], window: planning.Window, run_id: str, count: int) -> str | None:
+        """One window's `dbt run --vars` on the run's branches, in this process; run again when a
+        concurrent commit refused it (_after_conflict). None once it ran, else why it failed."""
+        attempt = 0
+        while True:
+            try:
+                # --no-populate-cache: the MERGE looks up its one target table lazily, instead of
+                # dbt listing every schema of the project first (~0.35 s a window)
+                self.dbt.invoke("run", "--no-write-json", "--no-populate-cache", "--select", *models,
+                                "--vars", json.dumps({**window.dbt_vars, "backfill_branch": run_id}))
+                return None
+            except DbtError as error:
+                detail = "; ".join(error.failures) or str(error)  # the models' errors
+            failure = self._after_conflict(detail, window, count, attempt)
+            if failure is not None:
+                return failure
+            attempt += 1
+
+    def _after_conflict(self, detail: str, window: planning.Window, count: int, attempt: int) -> str | None:
+        """A window's dbt run failed with `detail` on its `attempt` (0: the first run). None: run
+        it again (a concurrent commit refused it, COMMIT_CONFLICT, and conflict_retries allows
+        another run); else what its failure records."""
+        conflict = COMMIT_CONFLICT.search(detail)
+        if conflict is None:
+            return detail
+        if attempt >= self.conflict_retries:
+            return (f"refused by concurrent commits ({conflict.group(0)}) {attempt + 1} times, retried "
+                    f"{self.conflict_retries} times (Backfill.conflict_retries): {detail}")
+        self.console.print(f"[yellow]window {window.index + 1}/{count} {window.start} .. {window.end} refused by a "
+                           f"concurrent commit[/] ({escape(conflict.group(0))}): running it again "
+                           f"({attempt + 1} of {self.conflict_retries})")
+        return None
+
+    def parallel_split(self, model_names: list[str]) -> tuple[list[str], dict[str, str]]:
+        """split_parallel for the models named, as the project declares them and their tables are."""
+        models = [m for m in incremental_models() if m.name in set(model_names)]
+        return split_parallel(models, {m.name for m in models if self._partitioned_by_event_date(m)},
+                              models_read([m.name for m in models]))
+
+    def _parallel_windows(self, control: Control, run_id: str, windows: list, todo: list[planning.Window],
+                          took: list[float], first: list[str], later: dict[str, str],
+                          checkpoint: Callable, cleanup: ExitStack) -> tuple[list, str | None, planning.Window | None]:
+        """The windows of `todo` at once, `self.parallel` at a time, for the models of `first`
+        (parallel_split): each window's run in a worker process (pipeline.backfill.worker); a
+        window refused by a concurrent commit runs again (_after_conflict). Its figures are
+        those of its own dates' partitions (_changes_in_dates). Then, when there are models of
+        `later`, each window's run of those, one at a time, in this process. A pause request or
+        not_during stops new windows from starting (the running ones finish and are recorded).
+        Returns the windows that failed, why it paused, and the window it paused before."""
+        models = {m.name: m for m in incremental_models()}
+        dated = {models[name].relation: models[name].event_date for name in first}
+        limit = str(max(100, 4 * max_batch_days()))
+        for table in dated:  # per-partition figures in each snapshot's summary
+            self.spark.sql(f"alter table {iceberg.checked_table(table)} set tblproperties"
+                           f" ('write.summary.partition-limit' = '{limit}')")
+        states = {w.window_index: w for w in windows}
+        loaded = {w.index: json.loads(states[w.index].table_stats or "{}") for w in todo
+                  if states[w.index].status == "loaded"}
+        waiting = [w for w in todo if w.index not in loaded]
+        count = len(windows)
+        self.console.print(f"{min(self.parallel, max(1, len(waiting)))} windows at once for {', '.join(first)}"
+                           + ("; then, one window at a time, " + "; ".join(f"{name} ({why})"
+                                                                         for name, why in later.items())
+                              if later else ""))
+        failed: list[planning.Window] = []
+        paused: str | None = None
+        stopped_before: planning.Window | None = None
+        if waiting:
+            workers = self._start_workers(run_id, min(self.parallel, len(waiting)), cleanup)
+            answers: queue.Queue = queue.Queue()
+            for n, worker in enumerate(workers):
+                threading.Thread(target=_read_answers, args=(n, worker, answers), daemon=True,
+                                 name=f"answers-{run_id}-{n}").start()
+            idle, running, attempts = list(range(len(workers))), {}, {}
+            while waiting or running:
+                while idle and waiting and paused is None:
+                    paused = self._pause_reason(max(took, default=0.0))
+                    if paused is not None:
+                        stopped_before = waiting[0]
+                        break
+                    window = waiting.pop(0)
+                    if self.before_window is not None:
+                        self.before_window(window)
+                    n = idle.pop(0)
+                    workers[n].stdin.write(json.dumps({"window": window.index, "models": first, "vars": {
+                        **window.dbt_vars, "backfill_branch": run_id}}) + "\n")
+                    workers[n].stdin.flush()
+                    running[n] = window
+                if not running:
+                    break
+                n, answer = answers.get()
+                window = running.pop(n)
+                if answer is None:
+                    raise RuntimeError(f"backfill worker {n} ended while it ran window {window.index + 1}/{count} "
+                                       f"{window.start} .. {window.end}: see {workers[n].log}")
+                idle.append(n)
+                started, finished = datetime.fromisoformat(answer["started"]), datetime.fromisoformat(answer["finished"])
+                if not answer["ok"]:
+                    failure = self._after_conflict(answer["error"] or "", window, count, attempts.get(window.index, 0))
+                    if failure is None:
+                        attempts[window.index] = attempts.get(window.index, 0) + 1
+                        waiting.insert(0, window)
+                        continue
+                    failed.append(window)
+                    control.window_failed(run_id, window, started, finished, failure[:2000])
+                    self.console.print(f"[red]window {window.index + 1}/{count} {window.start} .. {window.end} "
+                                       f"failed[/]: {escape(failure[:1000])}")
+                    continue
+                took.append((finished - started).total_seconds())
+                stats = self._changes_in_dates(dated, run_id, window, started, finished)
+                if not later:
+                    checkpoint(window, answer["invocation_id"], started, finished, stats)
+                    continue
+                control.window_loaded(run_id, window, started, finished, stats)
+                control.record_window_runs(run_id, window, answer["invocation_id"], started, finished, stats)
+                loaded[window.index] = stats
+                self.console.print(f"window {window.index + 1}/{count} {window.start} .. {window.end}: "
+                                   f"{', '.join(first)} done in {(finished - started).total_seconds():.1f} s")
+        if paused is not None or failed or not later:
+            return failed, paused, stopped_before
+        later_tables = [models[name].relation for name in later]
+        for window in sorted((w for w in todo if w.index in loaded), key=lambda w: w.index):
+            paused = self._pause_reason(max(took, default=0.0))
+            if paused is not None:
+                return failed, paused, window
+            started = datetime.now(UTC)
+            failure = self._run_window(list(later), window, run_id, count)
+            if failure is not None:
+                failed.append(window)
+                control.window_failed(run_id, window, started, datetime.now(UTC), failure[:2000])
+                self.console.print(f"[red]window {window.index + 1}/{count} {window.start} .. {window.end} "
+                                   f"failed[/]: {escape(failure[:1000])}")
+                continue
+            finished = datetime.now(UTC)
+            checkpoint(window, self.dbt.last_invocation_id(), started, finished,
+                       self._changes(later_tables, run_id, started, finished), loaded[window.index])
+        return failed, None, None
+
+    def _start_workers(self, run_id: str, count: int, cleanup: ExitStack) -> list[subprocess.Popen]:
+        """`count` worker processes (pipeline.backfill.worker), each with its own dbt target and
+        log folders and its output in a log file, under <state>/backfill_workers/<run>/; ended
+        (their stdin closed, killed after 60 s) when `cleanup` closes."""
+        folder = paths.state_dir() / "backfill_workers" / run_id
+        package = str(Path(__file__).resolve().parents[2])  # what holds `pipeline`
+        workers = []
+        for n in range(count):
+            home = folder / f"worker{n}"
+            home.mkdir(parents=True, exist_ok=True)
+            env = {**os.environ, "DBT_TARGET_PATH": str(home / "target"), "BACKFILL_WORKER_LOG_PATH": str(home / "logs"),
+                   "PYTHONPATH": os.pathsep.join(p for p in (package, os.environ.get("PYTHONPATH")) if p)}
+            with (home / "worker.log").open("w") as log:
+                worker = subprocess.Popen([sys.executable, "-m", "pipeline.backfill.worker"], stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, stderr=log, text=True, env=env,
+                                          cwd=str(paths.PROJECT_DIR))
+            worker.log = home / "worker.log"
+            cleanup.callback(_stop_worker, worker)
+            workers.append(worker)
+        return workers
+
+    def _changes_in_dates(self, dated: dict[str, str], branch: str, window: planning.Window, started: datetime,
+                          finished: datetime) -> dict[str, dict[str, int]]:
+        """Per table (-> its event date, which partitions it), the sums of the per-partition
+        summaries of the window's dates in the snapshots committed to `branch` while the window
+        ran. Windows at once commit to the same branches, so a snapshot's time does not tell
+        whose it is; its partitions do (table property write.summary.partition-limit, which
+        _parallel_windows sets: each snapshot's summary then holds a `partitions.<path>` entry
+        per partition it wrote)."""
+        for table in dated:
+            iceberg.refreshed(self.spark, table)
+        union = " union all ".join(
+            f"select '{t}' as table_name, s.snapshot_id, s.parent_id, unix_micros(s.committed_at) as committed_us,"
+            f" s.summary, r.snapshot_id as head from {t}.snapshots as s left join {t}.refs as r on r.name = :branch"
+            for t in dated)
+        snapshots: dict[str, dict[int, object]] = {t: {} for t in dated}
+        heads: dict[str, int | None] = dict.fromkeys(dated)
+        for row in self.spark.sql(union, args={"branch": branch}).collect():
+            snapshots[row.table_name][row.snapshot_id] = row
+            heads[row.table_name] = row.head
+        since, until = int(started.timestamp() * 1e6), int(finished.timestamp() * 1e6)
+        first, last = window.start.isoformat(), window.end.isoformat()
+        changes = {}
+        for table, event_date in dated.items():
+            totals = dict.fromkeys(("snapshots", "added", "deleted", "added_files", "removed_files",
+                                    "changed_partitions"), 0)
+            partitions: set[str] = set()
+            cursor = heads[table]
+            while cursor is not None and cursor in snapshots[table]:
+                snapshot = snapshots[table][cursor]
+                if snapshot.committed_us < since:
+                    break
+                mine = False
+                for key, value in (snapshot.summary or {}).items() if snapshot.committed_us <= until else ():
+                    fields = dict(part.split("=", 1) for part in key.removeprefix("partitions.").split("/")
+                                  if "=" in part) if key.startswith("partitions.") else {}
+                    day = fields.get(event_date)
+                    if day is None or not first <= day < last:
+                        continue
+                    mine = True
+                    partitions.add(day)
+                    figures = dict(item.split("=", 1) for item in value.split(",") if "=" in item)
+                    for name, summary_key in (("added", "added-records"), ("added_files", "added-data-files"),
+                                              ("removed_files", "deleted-data-files")):
+                        totals[name] += int(figures.get(summary_key, 0) or 0)
+                    totals["deleted"] += iceberg.deleted_records(figures)
+                totals["snapshots"] += mine
+                cursor = snapshot.parent_id
+            totals["changed_partitions"] = len(partitions)
+            changes[table] = totals
+        return changes
 
     # -- publish / rollback --------------------------------------------------------------------
     def _refuse_if_main_moved(self, control: Control, run_id: str) -> None:

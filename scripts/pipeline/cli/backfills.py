@@ -37,6 +37,21 @@ _not_during = click.option("--not-during", metavar="HH:MM-HH:MM",
                                 "Default: var backfill_not_during (unset: none).")
 
 
+_parallel = click.option("--parallel", type=int, default=1, show_default=True, metavar="N",
+                         help="Windows at once, at most var backfill_max_parallel (4); above 1 on the cluster "
+                              "target only (a worker process each). Models that cannot (not partitioned by "
+                              "their event date, or scoped by another key) run theirs one at a time after.")
+
+
+def _checked_parallel(parallel: int) -> int:
+    """--parallel, checked before Spark or dbt starts."""
+    from pipeline.backfill.runner import check_parallel
+    from pipeline.engine import uses_session
+
+    check_parallel(parallel, uses_session())
+    return parallel
+
+
 def _lane(not_during: str | None):
     """--not-during, else var backfill_not_during, checked (None: no lane)."""
     from pipeline import paths
@@ -51,7 +66,7 @@ def _lane(not_during: str | None):
     return None if value is None else parse_daily_span(value, "dbt_project.yml: var backfill_not_during")
 
 
-def _runner(out, rebuild_downstream: bool = False, not_during=None):
+def _runner(out, rebuild_downstream: bool = False, not_during=None, parallel: int = 1):
     from pipeline.backfill.runner import Backfill
     from pipeline.dbt import Dbt
     from pipeline.engine import get_engine
@@ -59,6 +74,7 @@ def _runner(out, rebuild_downstream: bool = False, not_during=None):
     runner = Backfill(Dbt(quiet=True), get_engine(), out)
     runner.rebuild_downstream = rebuild_downstream
     runner.not_during = not_during
+    runner.parallel = parallel
     return runner
 
 
@@ -97,9 +113,10 @@ def register(group: click.Group) -> None:
     @_plan_out
     @_rebuild
     @_not_during
+    @_parallel
     @refusing(_refusals)
     def backfill(start, end, select, batch_days, reason, dry_run, resume, abandon, pause, plan_out,
-                 rebuild_downstream, not_during, out) -> int:
+                 rebuild_downstream, not_during, parallel, out) -> int:
         """Restate the models' rows whose event date is in [--start, --end): one `dbt run --vars` per
         window of at most --batch-days days, all writes on an Iceberg branch per table, data tests on
         the branches, then every table published at once (or none). Checkpointed (--resume),
@@ -117,6 +134,7 @@ def register(group: click.Group) -> None:
                       f"the warehouse: {holder() or 'not held now'}", markup=False, highlight=False)
             return 0
         lane = _lane(not_during)
+        parallel = _checked_parallel(parallel)
         if resume or abandon:
             if dry_run:
                 # a dry run plans a new backfill; resuming or abandoning one has nothing to plan,
@@ -133,7 +151,7 @@ def register(group: click.Group) -> None:
             parse_selectors(select)
             if not dry_run or plan_out:
                 check_reason(reason)
-        runner = _runner(out, rebuild_downstream, lane)
+        runner = _runner(out, rebuild_downstream, lane, parallel)
         if abandon:
             runner.abandon(abandon)
             out.print(f"abandoned {abandon}")
@@ -168,9 +186,10 @@ def register(group: click.Group) -> None:
                   help="Who approved a restatement over the cost ceiling; recorded with its reason.")
     @_rebuild
     @_not_during
+    @_parallel
     @refusing(_refusals)
     def restate(select, batch_days, reason, dry_run, plan_out, max_partitions, approved_by, rebuild_downstream,
-                not_during, out) -> int:
+                not_during, parallel, out) -> int:
         """The deep restatement, meant to run on a schedule: backfill only the event dates of rows
         that arrived after their lookback window and that the late-data policy lets it restate.
         Reads audit_unreflected_changes (keys whose current source state is not in the mart and
@@ -190,7 +209,7 @@ def register(group: click.Group) -> None:
         if approved_by and max_partitions is None:
             raise PlanError("--approved-by approves a restatement over the cost ceiling: no ceiling is set "
                             "(--max-partitions, var restatement_max_partitions)")
-        runner = _runner(out, rebuild_downstream, _lane(not_during))
+        runner = _runner(out, rebuild_downstream, _lane(not_during), _checked_parallel(parallel))
         restatement = runner.restate_plan(select, batch_days)
         try:
             _show_pending(runner, out, select)
@@ -267,8 +286,9 @@ def register(group: click.Group) -> None:
                        "without Spark: for CI over a folder of plans. Runs nothing.")
     @_rebuild
     @_not_during
+    @_parallel
     @refusing(_refusals)
-    def apply(plan_files, replan, check, rebuild_downstream, not_during, out) -> int:
+    def apply(plan_files, replan, check, rebuild_downstream, not_during, parallel, out) -> int:
         """Run the backfill or restatement of PLAN exactly: its hash is checked (a plan edited after
         planning is refused), the plan is made again from its parameters on the code and data of now,
         and a different scope (models, tables, windows, a restatement's late keys), different gates
@@ -287,7 +307,7 @@ def register(group: click.Group) -> None:
             raise PlanError("apply runs one plan at a time (several only with --check)")
         path = Path(plan_files[0])
         planned, text = plans.load_with_text(path)
-        runner = _runner(out, rebuild_downstream, _lane(not_during))
+        runner = _runner(out, rebuild_downstream, _lane(not_during), _checked_parallel(parallel))
         parameters = planned["parameters"]
         impacts = None
         try:  # restate_plan holds the audit's rows: released however this ends
