@@ -298,6 +298,35 @@ def test_windows_at_once_write_each_partition_once_and_publish_what_one_at_a_tim
     assert _problems(running) == []
 
 
+def test_windows_at_once_killed_mid_run_resume_only_the_unfinished_ones(running: Running, days: list[Path],
+                                                                         tmp_path: Path):
+    """A `--parallel 2` backfill SIGKILLed once its first window is checkpointed: its workers
+    finish the window they run and end (their stdin closes); `--resume --parallel 2` runs
+    only the windows not recorded, and publishes what the sources say."""
+    _corrupt_the_facts(running)
+    killed = running.pipeline_process(tmp_path / "killed", "backfill", "--start", "2025-01-01", "--end", "2025-01-05",
+                                      "--batch-days", "1", "--select", "fct_order_item fct_orders", "--parallel", "2",
+                                      "--reason", "killed windows at once")
+    _wait_for(killed, r"fct_orders\s+done\s+in")  # a window of the first models checkpointed
+    assert killed.poll() is None, killed.output.read_text()[-3000:]
+    killed.send_signal(signal.SIGKILL)
+    _ended(killed, "backfill killed mid-run")
+    [(run_id,)] = running.query("select run_id from control.backfill_runs where reason = 'killed windows at once'")
+    recorded = {i for (i,) in running.query("select window_index from control.backfill_window_events"
+                                            f" where run_id = '{run_id}' and status = 'loaded'")}
+    assert 1 <= len(recorded) < 4, recorded
+    resumed = running.pipeline(tmp_path / "resumed", "backfill", "--resume", run_id, "--parallel", "2")
+    print(resumed.stdout[-4000:], resumed.stderr[-2000:])
+    assert resumed.returncode == 0, resumed.stdout[-6000:] + resumed.stderr[-3000:]
+    loads = running.query("select window_index, count(*) from control.backfill_window_events"
+                          f" where run_id = '{run_id}' and status = 'loaded' group by 1")
+    assert {i for i, n in loads if n > 1}.isdisjoint(recorded), loads  # a recorded window ran once
+    assert sorted(i for i, _ in loads) == [0, 1, 2, 3], loads
+    [(status,)] = running.query(f"select status from control.backfill_runs where run_id = '{run_id}'")
+    assert status == "published"
+    assert _problems(running) == []
+
+
 def _wait_for_log(log: Path, pattern: str, process: subprocess.Popen[str], timeout: float = 600) -> bool:
     """Until `pattern` appears in a dbt log file (debug: every statement as it is sent), or the
     process ended first."""
