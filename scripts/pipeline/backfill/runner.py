@@ -132,6 +132,8 @@ class Reached:
     last_date: date | None
     dates: int
     sample: list[str]
+    # per event date its keys are on: (date, how many keys, a sample), dates in order
+    by_date: tuple[tuple[date, int, list[str]], ...] = ()
 
 
 def _span(first: date | None, last: date | None, count: int) -> str:
@@ -659,12 +661,20 @@ class Backfill:
                     f"select cast({iceberg.checked_column(model.unique_key)} as string) as k, {event_date} as d"
                     f" from {iceberg.checked_table(relation)} where {mine}"
                     for relation in (model.relation, model.current_state) if relation)
-                [row] = self.spark.sql(
-                    f"select count(distinct k) as keys, min(d) as first_date, max(d) as last_date,"
-                    f" count(distinct d) as dates, slice(array_sort(collect_set(k)), 1, {int(sample)}) as sample"
-                    f" from ({rows}) as keys").collect()
-                found.append(Reached(model, tuple(u for u, _ in via), mine, int(row.keys), row.first_date,
-                                     row.last_date, int(row.dates), list(row.sample or [])))
+                # the whole (grouping(d) = 1) and per event date, in one read of the table and its
+                # current state (_reached_impact's figures per date need only the table then)
+                found_rows = self.spark.sql(
+                    f"select grouping(d) as overall, d, count(distinct k) as keys, min(d) as first_date,"
+                    f" max(d) as last_date, count(distinct d) as dates,"
+                    f" slice(array_sort(collect_set(k)), 1, {int(sample)}) as sample"
+                    f" from ({rows}) as keys group by grouping sets ((d), ())").collect()
+                total = next((r for r in found_rows if r.overall), None)  # no row at all: no key reached
+                by_date = tuple(sorted(((r.d, int(r.keys), list(r.sample or [])) for r in found_rows
+                                        if not r.overall and r.d is not None), key=lambda entry: str(entry[0])))
+                found.append(Reached(model, tuple(u for u, _ in via), mine, int(total.keys) if total else 0,
+                                     total.first_date if total else None, total.last_date if total else None,
+                                     int(total.dates) if total else 0, list(total.sample or []) if total else [],
+                                     by_date))
         self._reached_cache = (cache_key, found)
         return found
 
@@ -734,41 +744,32 @@ class Backfill:
                     model.name, row.d, int(row.keys), list(row.sample or []), tuple(names),
                     tuple(row[f"held_{n}"] for n in names), tuple(row[f"should_{n}"] for n in names)))
         for reached in self.restate_reached(select, sample, held):
-            impacts += self._reached_impact(reached, sample)
+            impacts += self._reached_impact(reached)
         return impacts
 
-    def _reached_impact(self, reached: Reached, sample: int) -> list[DateImpact]:
+    def _reached_impact(self, reached: Reached) -> list[DateImpact]:
         """A reached model's figures (rows, its declared measures) as its table holds them on
         each event date its reached keys are on (before or after the restatement), or over the
-        whole table when it has no event date; with the reached keys per date. What they will be
-        after: only the restatement computes them."""
+        whole table when it has no event date; with the reached keys per date (restate_reached
+        read them: only the table is read here). What they will be after: only the restatement
+        computes them."""
         model = reached.model
         names = ("rows", *model.measures)
         figures = ", ".join(f"{sql} as f{i}" for i, sql in enumerate(
             ["count(*)", *(f"coalesce(sum({iceberg.checked_column(m)}), 0)" for m in model.measures)]))
         table = iceberg.checked_table(model.relation)
-        key = f"cast({iceberg.checked_column(model.unique_key)} as string)"
         if not model.event_date:
             [held] = self.spark.sql(f"select {figures} from {table}").collect()
             return [DateImpact(model.name, None, reached.keys, reached.sample, names, tuple(held), None, reached.via)]
+        if not reached.by_date:
+            return []
         event_date = iceberg.checked_column(model.event_date)
-        keys = " union ".join(f"select {key} as k, {event_date} as d from {iceberg.checked_table(relation)}"
-                              f" where {reached.scope_keys}"
-                              for relation in (model.relation, model.current_state) if relation)
-        rows = self.spark.sql(f"""
-            with reached as (
-                select d, count(distinct k) as keys, slice(array_sort(collect_set(k)), 1, {int(sample)}) as sample
-                from ({keys}) as keys where d is not null group by d
-            ),
-            held as (
-                select {event_date} as d, {figures} from {table}
-                where {event_date} in (select d from reached) group by {event_date}
-            )
-            select reached.d, reached.keys, reached.sample, {", ".join(f"held.f{i}" for i in range(len(names)))}
-            from reached left join held on held.d = reached.d
-            order by reached.d""").collect()
-        return [DateImpact(model.name, row[0], int(row[1]), list(row[2] or []), names,
-                           tuple(0 if v is None else v for v in row[3:]), None, reached.via) for row in rows]
+        days = ", ".join(f"date'{planning.parse_date(str(d), 'event date')}'" for d, _, _ in reached.by_date)
+        held = {str(row[0]): tuple(0 if v is None else v for v in row[1:]) for row in self.spark.sql(
+            f"select {event_date}, {figures} from {table} where {event_date} in ({days})"
+            f" group by {event_date}").collect()}
+        return [DateImpact(model.name, d, keys, sample, names, held.get(str(d), (0,) * len(names)), None, reached.via)
+                for d, keys, sample in reached.by_date]
 
     def restate(self, plan: Plan, reason: str, impacts: list[DateImpact],
                 applied: tuple[str, str, str] | None = None) -> str:
