@@ -1132,10 +1132,8 @@ class Backfill:
                         if detail is not None:
                             # a model failed on this window's dates: the other windows are other
                             # dates, so they run; this one alone runs again on --resume
-                            failed.append(window)
-                            control.window_failed(run_id, window, started, datetime.now(UTC), detail[:2000])
-                            self.console.print(f"[red]window {window.index + 1}/{len(windows)} {window.start} .. "
-                                               f"{window.end} failed[/]: {escape(detail[:1000])}")
+                            failed.append(self._window_failed(control, run_id, window, len(windows), started,
+                                                              datetime.now(UTC), detail))
                             continue
                         finished = datetime.now(UTC)
                         took.append((finished - started).total_seconds())
@@ -1220,6 +1218,14 @@ class Backfill:
                 return failure
             attempt += 1
 
+    def _window_failed(self, control: Control, run_id: str, window: planning.Window, count: int, started: datetime,
+                       finished: datetime, detail: str) -> planning.Window:
+        """Record and print a window's failure (`detail`: why); the window."""
+        control.window_failed(run_id, window, started, finished, detail[:2000])
+        self.console.print(f"[red]window {window.index + 1}/{count} {window.start} .. {window.end} failed[/]: "
+                           f"{escape(detail[:1000])}")
+        return window
+
     def _after_conflict(self, detail: str, window: planning.Window, count: int, attempt: int) -> str | None:
         """A window's dbt run failed with `detail` on its `attempt` (0: the first run). None: run
         it again (a concurrent commit refused it, COMMIT_CONFLICT, and conflict_retries allows
@@ -1293,6 +1299,12 @@ class Backfill:
                 if not running:
                     break
                 n, answer = answers.get()
+                if answer is None and n not in running:  # a worker ended between windows: not used again
+                    idle.remove(n)
+                    if not idle and not running:
+                        raise RuntimeError(f"every backfill worker ended before its windows were done: see "
+                                           f"{workers[n].log}")
+                    continue
                 window = running.pop(n)
                 if answer is None:
                     raise RuntimeError(f"backfill worker {n} ended while it ran window {window.index + 1}/{count} "
@@ -1305,10 +1317,7 @@ class Backfill:
                         attempts[window.index] = attempts.get(window.index, 0) + 1
                         waiting.insert(0, window)
                         continue
-                    failed.append(window)
-                    control.window_failed(run_id, window, started, finished, failure[:2000])
-                    self.console.print(f"[red]window {window.index + 1}/{count} {window.start} .. {window.end} "
-                                       f"failed[/]: {escape(failure[:1000])}")
+                    failed.append(self._window_failed(control, run_id, window, count, started, finished, failure))
                     continue
                 took.append((finished - started).total_seconds())
                 stats = self._changes_in_dates(dated, run_id, window, started, finished)
@@ -1330,10 +1339,7 @@ class Backfill:
             started = datetime.now(UTC)
             failure = self._run_window(list(later), window, run_id, count)
             if failure is not None:
-                failed.append(window)
-                control.window_failed(run_id, window, started, datetime.now(UTC), failure[:2000])
-                self.console.print(f"[red]window {window.index + 1}/{count} {window.start} .. {window.end} "
-                                   f"failed[/]: {escape(failure[:1000])}")
+                failed.append(self._window_failed(control, run_id, window, count, started, datetime.now(UTC), failure))
                 continue
             finished = datetime.now(UTC)
             checkpoint(window, self.dbt.last_invocation_id(), started, finished,
@@ -1369,31 +1375,16 @@ class Backfill:
         whose it is; its partitions do (table property write.summary.partition-limit, which
         _parallel_windows sets: each snapshot's summary then holds a `partitions.<path>` entry
         per partition it wrote)."""
-        for table in dated:
-            iceberg.refreshed(self.spark, table)
-        union = " union all ".join(
-            f"select '{t}' as table_name, s.snapshot_id, s.parent_id, unix_micros(s.committed_at) as committed_us,"
-            f" s.summary, r.snapshot_id as head from {t}.snapshots as s left join {t}.refs as r on r.name = :branch"
-            for t in dated)
-        snapshots: dict[str, dict[int, object]] = {t: {} for t in dated}
-        heads: dict[str, int | None] = dict.fromkeys(dated)
-        for row in self.spark.sql(union, args={"branch": branch}).collect():
-            snapshots[row.table_name][row.snapshot_id] = row
-            heads[row.table_name] = row.head
-        since, until = int(started.timestamp() * 1e6), int(finished.timestamp() * 1e6)
+        committed = self._committed_on(list(dated), branch, started, finished)
         first, last = window.start.isoformat(), window.end.isoformat()
         changes = {}
         for table, event_date in dated.items():
             totals = dict.fromkeys(("snapshots", "added", "deleted", "added_files", "removed_files",
                                     "changed_partitions"), 0)
             partitions: set[str] = set()
-            cursor = heads[table]
-            while cursor is not None and cursor in snapshots[table]:
-                snapshot = snapshots[table][cursor]
-                if snapshot.committed_us < since:
-                    break
+            for snapshot in committed[table]:
                 mine = False
-                for key, value in (snapshot.summary or {}).items() if snapshot.committed_us <= until else ():
+                for key, value in (snapshot.summary or {}).items():
                     fields = dict(part.split("=", 1) for part in key.removeprefix("partitions.").split("/")
                                   if "=" in part) if key.startswith("partitions.") else {}
                     day = fields.get(event_date)
@@ -1407,7 +1398,6 @@ class Backfill:
                         totals[name] += int(figures.get(summary_key, 0) or 0)
                     totals["deleted"] += iceberg.deleted_records(figures)
                 totals["snapshots"] += mine
-                cursor = snapshot.parent_id
             totals["changed_partitions"] = len(partitions)
             changes[table] = totals
         return changes
@@ -1603,9 +1593,26 @@ class Backfill:
             raise BackfillRefused(f"run {run.run_id} ({run.owner}) is backfilling {', '.join(overlap)}; wait for it")
 
     def _changes(self, tables: list[str], branch: str, started: datetime, finished: datetime) -> dict[str, dict[str, int]]:
-        """Per table, the sums of the summaries of the snapshots a window committed to `branch`:
-        those on the branch's parent chain committed between the window's start and end (the
-        runner is the branch's only writer, and windows run one after another). Read after the
+        """Per table, the sums of the summaries of the snapshots a window committed to `branch`
+        (_committed_on: the runner is the branch's only writer, and windows run one after
+        another)."""
+        changes = {}
+        for table, snapshots in self._committed_on(tables, branch, started, finished).items():
+            totals = dict.fromkeys(("snapshots", "added", "deleted", "added_files", "removed_files",
+                                    "changed_partitions"), 0)
+            for snapshot in snapshots:
+                totals["snapshots"] += 1
+                for name, key in (("added", "added-records"), ("added_files", "added-data-files"),
+                                  ("removed_files", "deleted-data-files"),
+                                  ("changed_partitions", "changed-partition-count")):
+                    totals[name] += int(snapshot.summary.get(key, 0) or 0)
+                totals["deleted"] += iceberg.deleted_records(snapshot.summary)
+            changes[table] = totals
+        return changes
+
+    def _committed_on(self, tables: list[str], branch: str, started: datetime, finished: datetime) -> dict[str, list]:
+        """Per table, the snapshots on `branch`'s parent chain committed between `started` and
+        `finished` (snapshot_id, parent_id, committed_us, summary), newest first. Read after the
         window, while the next one may already be committing, so the chain is walked from the
         branch's current head and later snapshots are skipped by time. One metadata query."""
         for table in tables:
@@ -1621,25 +1628,17 @@ class Backfill:
             heads[row.table_name] = row.head
         # the engine's clock wrote committed_at; the window's times are this process's (one host)
         since, until = int(started.timestamp() * 1e6), int(finished.timestamp() * 1e6)
-        changes = {}
+        found: dict[str, list] = {}
         for table in tables:
-            totals = dict.fromkeys(("snapshots", "added", "deleted", "added_files", "removed_files",
-                                    "changed_partitions"), 0)
-            cursor = heads[table]
+            found[table], cursor = [], heads[table]
             while cursor is not None and cursor in snapshots[table]:
                 snapshot = snapshots[table][cursor]
                 if snapshot.committed_us < since:
                     break
                 if snapshot.committed_us <= until:
-                    totals["snapshots"] += 1
-                    for name, key in (("added", "added-records"), ("added_files", "added-data-files"),
-                                      ("removed_files", "deleted-data-files"),
-                                      ("changed_partitions", "changed-partition-count")):
-                        totals[name] += int(snapshot.summary.get(key, 0) or 0)
-                    totals["deleted"] += iceberg.deleted_records(snapshot.summary)
+                    found[table].append(snapshot)
                 cursor = snapshot.parent_id
-            changes[table] = totals
-        return changes
+        return found
 
     def _drop_branches(self, control: Control, run_id: str) -> None:
         for table in control.tables(run_id):
