@@ -372,9 +372,11 @@ def test_a_failed_window_is_recorded_the_others_run_and_resume_runs_it_alone(bui
     ran = []
     resumed = runner(built)
     resumed.before_window = lambda window: ran.append(window.index)
-    assert resumed.resume(run_id) == run_id
+    assert resumed.retry_failed(run_id) == run_id  # `pipeline backfill --retry-failed RUN_ID`
     [run] = Control(built.spark).runs(run_id)
     assert run.status == "published", run.message
+    with pytest.raises(BackfillRefused, match="is published, not failed"):
+        runner(built).retry_failed(run_id)
     assert ran == [1]
     assert [w.status for w in Control(built.spark).windows(run_id)] == ["done", "done", "done"]
     assert built.table("marts.fct_order_item") == full_refresh_result(built, "marts.fct_order_item")
@@ -420,15 +422,14 @@ def test_a_window_refused_by_concurrent_commits_runs_again_then_fails_loudly(bui
         if branch_head(branch) != heads[branch]:
             built.spark.sql(f"alter table marts.fct_order_item replace branch `{branch}` as of version {heads[branch]}")
 
-    def hold_the_cores() -> None:
-        context.setJobGroup("held", "both cores, while another writer commits", True)
-        try:
-            built.spark.sql("select count(reflect('java.lang.Thread', 'sleep', cast(120000 as bigint)))"
-                            " from range(0, 2, 1, 2)").collect()
+    def hold_the_cores(group: str) -> None:
+        context.setJobGroup(group, "both cores, while another writer commits", True)
+        try:  # 20 s at most: long enough for the MERGE to be planned and the delete to commit
+            context.parallelize(range(2), 2).foreach(lambda _: time.sleep(20))
         except Exception:  # noqa: BLE001 - cancelled, as it should be
             pass
 
-    def delete_the_partition_once_the_merge_is_planned(branch: str, merge: str) -> None:
+    def delete_the_partition_once_the_merge_is_planned(branch: str, merge: str, held: str) -> None:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not context.statusTracker().getJobIdsForGroup(merge):
             time.sleep(0.02)  # until the MERGE's first job: its scan of the branch planned, its snapshot taken
@@ -437,7 +438,7 @@ def test_a_window_refused_by_concurrent_commits_runs_again_then_fails_loudly(bui
         assert built.spark.conf.get("spark.wap.branch") == branch
         built.spark.sql("delete from marts.fct_order_item where order_date = date'2025-01-01'")
         refused.append(branch)
-        context.cancelJobGroup("held")
+        context.cancelJobGroup(held)
 
     def on_event(event) -> None:
         if event.info.name != "SQLQuery" or "merge into marts.fct_order_item " not in event.data.sql:
@@ -445,16 +446,14 @@ def test_a_window_refused_by_concurrent_commits_runs_again_then_fails_loudly(bui
         [branch] = [r.name for r in built.rows("select name from marts.fct_order_item.refs where name like 'bf_%'")]
         heads.setdefault(branch, branch_head(branch))
         put_back(branch)
-        threading.Thread(target=hold_the_cores, daemon=True).start()
+        held = f"held-{time.monotonic_ns()}"
+        threading.Thread(target=hold_the_cores, args=(held,), daemon=True).start()
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and sum(
-                context.statusTracker().getStageInfo(stage).numActiveTasks
-                for stage in context.statusTracker().getActiveStageIds()
-                if context.statusTracker().getStageInfo(stage)) < 2:
-            time.sleep(0.02)
+        while time.monotonic() < deadline and not context.statusTracker().getJobIdsForGroup(held):
+            time.sleep(0.01)  # its job submitted: its tasks take both slots before the MERGE's come
         merge = f"merge-{time.monotonic_ns()}"
         context.setJobGroup(merge, "the window's MERGE")  # this thread's: dbt sends the MERGE from it
-        threading.Thread(target=delete_the_partition_once_the_merge_is_planned, args=(branch, merge),
+        threading.Thread(target=delete_the_partition_once_the_merge_is_planned, args=(branch, merge, held),
                          daemon=True).start()
 
     shown = io.StringIO()

@@ -75,6 +75,8 @@ def test_run_ids_are_strict(run_id):
     # a rehearsal of a resume or an abandon would otherwise resume or abandon for real
     ["backfill", "--resume", "bf_20251122_101010_abcdef", "--dry-run"],
     ["backfill", "--abandon", "bf_20251122_101010_abcdef", "--dry-run"],
+    ["backfill", "--retry-failed", "bf_$(reboot)"],
+    ["backfill", "--retry-failed", "bf_20251122_101010_abcdef", "--resume", "bf_20251122_101010_abcdef"],
     ["explain", "fct_orders;drop"],
     ["maintain", "--tables", "raw.orders;drop"],
     # Iceberg removes no orphan file younger than a day: refused here, not by a Java exception later

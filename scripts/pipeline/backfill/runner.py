@@ -978,6 +978,15 @@ class Backfill:
         self.console.print(f"backfill [bold]{run_id}[/]: {len(plan.windows)} windows, models {', '.join(m.name for m in plan.models)}")
         return self._execute(control, run_id)
 
+    def retry_failed(self, run_id: str) -> str:
+        """Run again only the failed windows of a failed run (`resume`, refused for a run in any
+        other state), then gate and publish."""
+        _, run = self._open(run_id)
+        if run.status != "failed":
+            raise BackfillRefused(f"run {run_id} is {run.status}, not failed: --retry-failed runs a failed run's failed "
+                                  "windows (--resume continues an interrupted or paused one)")
+        return self.resume(run_id)
+
     def resume(self, run_id: str) -> str:
         check_parallel(self.parallel, not isinstance(self.spark, ThriftSql))
         self._refuse_ungated_cluster()
@@ -1156,7 +1165,7 @@ class Backfill:
                 if failed:  # no gate, no publish: the branches keep the windows that finished
                     message = (f"{len(failed)} of {len(windows)} windows failed ("
                                + ", ".join(f"{w.index + 1}: {w.start} .. {w.end}" for w in failed)
-                               + f"); `pipeline backfill --resume {run_id}` runs them again, and only them")
+                               + f"); `pipeline backfill --retry-failed {run_id}` runs them again, and only them")
                     control.set_status(run_id, "failed", message)
                     self.console.print(f"[red]failed[/] {run_id}: {message}")
                     return run_id

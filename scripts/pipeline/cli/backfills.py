@@ -106,6 +106,8 @@ def register(group: click.Group) -> None:
                        "write nothing.")
     @click.option("--resume", metavar="RUN_ID",
                   help="Continue an interrupted, failed or paused run: only its windows not done run.")
+    @click.option("--retry-failed", metavar="RUN_ID",
+                  help="Run again only the failed windows of a failed run, then gate and publish.")
     @click.option("--abandon", metavar="RUN_ID", help="Drop an unpublished run's branches and release its lock.")
     @click.option("--pause", is_flag=True,
                   help="Ask the running backfill of this warehouse to pause at its next window boundary (for "
@@ -115,7 +117,7 @@ def register(group: click.Group) -> None:
     @_not_during
     @_parallel
     @refusing(_refusals)
-    def backfill(start, end, select, batch_days, reason, dry_run, resume, abandon, pause, plan_out,
+    def backfill(start, end, select, batch_days, reason, dry_run, resume, retry_failed, abandon, pause, plan_out,
                  rebuild_downstream, not_during, parallel, out) -> int:
         """Restate the models' rows whose event date is in [--start, --end): one `dbt run --vars` per
         window of at most --batch-days days, all writes on an Iceberg branch per table, data tests on
@@ -123,8 +125,9 @@ def register(group: click.Group) -> None:
         reversible (rollback). Give exactly one of --start/--end, --resume, --abandon, --pause."""
         from pipeline.backfill.plan import PlanError, check_reason, check_run_id, parse_date, parse_selectors
 
-        if sum([bool(resume), bool(abandon), bool(start or end), pause]) != 1:
-            raise PlanError("give either --start/--end (a new backfill), --resume RUN_ID, --abandon RUN_ID or --pause")
+        if sum([bool(resume), bool(retry_failed), bool(abandon), bool(start or end), pause]) != 1:
+            raise PlanError("give either --start/--end (a new backfill), --resume RUN_ID, --retry-failed RUN_ID, "
+                            "--abandon RUN_ID or --pause")
         if pause:
             from pipeline.backfill.runner import request_pause
             from pipeline.spark import holder
@@ -135,16 +138,16 @@ def register(group: click.Group) -> None:
             return 0
         lane = _lane(not_during)
         parallel = _checked_parallel(parallel)
-        if resume or abandon:
+        if resume or retry_failed or abandon:
             if dry_run:
                 # a dry run plans a new backfill; resuming or abandoning one has nothing to plan,
                 # and ignoring the flag would do for real what was asked as a rehearsal
                 raise PlanError("--dry-run plans a new backfill (--start/--end); it cannot be combined "
-                                f"with {'--resume' if resume else '--abandon'}")
+                                f"with {'--resume' if resume else '--retry-failed' if retry_failed else '--abandon'}")
             if plan_out:
                 raise PlanError("--plan-out plans a new backfill (--start/--end); it cannot be combined "
-                                f"with {'--resume' if resume else '--abandon'}")
-            check_run_id(resume or abandon)
+                                f"with {'--resume' if resume else '--retry-failed' if retry_failed else '--abandon'}")
+            check_run_id(resume or retry_failed or abandon)
         else:
             parse_date(start, "--start")
             parse_date(end, "--end")
@@ -158,6 +161,8 @@ def register(group: click.Group) -> None:
             return 0
         if resume:
             return _show_run(runner, out, runner.resume(resume))
+        if retry_failed:
+            return _show_run(runner, out, runner.retry_failed(retry_failed))
         plan = runner.plan(start, end, select, batch_days)
         if plan_out:
             parameters = {"start": start, "end": end, "select": select, "batch_days": batch_days}
