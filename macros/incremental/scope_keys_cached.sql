@@ -63,8 +63,13 @@
         select scoped.{{ key }} from {{ relation }} as scoped
         left anti join {{ shared.changed }} as changed on scoped.{{ key }} = changed.{{ key }}
     {% endset %}
-    {% set extra = awaiting
-        and run_query("select count(*) from (" ~ not_shared ~ ")").rows[0][0] > 0 %}
+    {#- one statement for two counts: the keys only the awaiting rows bring, and the awaiting
+        rows themselves (none on most days: scope_predicate then leaves out its read of the
+        table for them, about 1.5 s of fct_order_item's staged source at 1M lines) -#}
+    {% set counts = run_query("select (select count(*) from (" ~ not_shared ~ ")), (select "
+        ~ "count(*) from " ~ this ~ " where " ~ awaiting ~ ")").rows[0] if awaiting else [0, 0] %}
+    {% set extra = counts[0] > 0 %}
+    {% do backfill_safe.invocation_store('awaiting_rows').update({this.identifier: counts[1]}) %}
     {#- each table's versions: the shared ones, plus, with extra keys, those only they reach
         (their keys' versions; the members only their versions name). Direct sources first:
         the lookups' members are read from their views. -#}

@@ -3,7 +3,7 @@
       the rows the table holds for which `awaiting` (a predicate on the table's columns) is true:
       rows that point to a dimension's unknown member (their customer or product had not
       arrived), re-evaluated every run, so they are re-keyed once it does, however old its own
-      updated_at.
+      updated_at; left out when the run's scope keys found no such row.
     - Backfill (vars backfill_start/backfill_end): the rows whose event date is in the window,
       plus the rows the table holds in that window (so a row that moved out of it is restated
       too); the same models, macros and MERGE as the daily run. A model without an event date
@@ -37,7 +37,10 @@
     {% if lower_bound is none %}
         {{ return(none) }}
     {% endif %}
-    {% if awaiting is none %}
+    {#- no row of the table awaits a member (counted as the run's scope keys were cached:
+        scope_keys_cache): nothing for the term to add, and its read of the table is left out -#}
+    {% if awaiting is none
+        or backfill_safe.invocation_store('awaiting_rows').get(this.identifier) == 0 %}
         {{ return("updated_at > " ~ lower_bound) }}
     {% endif %}
     {{ return("updated_at > " ~ lower_bound ~ " or " ~ unique_key ~ " in (select " ~ unique_key

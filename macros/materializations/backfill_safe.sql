@@ -141,9 +141,11 @@
     {% if declared.scope is not none and declared.scope.models %}
         {{ return(backfill_safe.rows_over_models(declared, body)) }}
     {% endif %}
+    {#- the keys first: caching them counts the rows awaiting a member, which the predicate
+        reads -#}
+    {% set keys = backfill_safe.scope_keys_cached() if declared.scope is not none else none %}
     {% set scope = backfill_safe.scope_predicate(declared.lookback, declared.event_date,
         declared.unique_key, awaiting=(declared.scope or {}).get('awaiting')) %}
-    {% set keys = backfill_safe.scope_keys_cached() if declared.scope is not none else none %}
     {% set filters = [] %}
     {% if keys %}
         {% do filters.append(declared.scope.key ~ " in (" ~ keys ~ ")") %}
