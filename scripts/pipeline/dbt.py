@@ -8,10 +8,8 @@ invocation after the first costs about 3 s.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,9 +28,6 @@ PARSE_STATES_KEPT = 8
 FAILED_STATUSES = {"error", "fail", "runtime error", "skipped"}
 # a source's freshness status when its table has no rows (Dbt.freshness): not a staleness
 NOTHING_LANDED = "nothing landed yet"
-# a file to which every invocation appends a JSON line (its command, seconds, the test running
-# it): what the suite's time is made of (docs/guides/run-the-tests.md)
-INVOCATION_LOG_VARIABLE = "PIPELINE_DBT_INVOCATION_LOG"
 
 
 class DbtError(RuntimeError):
@@ -67,20 +62,6 @@ class Freshness:
     error_after_seconds: float | None = None
 
 
-def _log_invocation(args: list[str], seconds: float) -> None:
-    """One line per invocation in the file INVOCATION_LOG_VARIABLE names, when it is set."""
-    path = os.environ.get(INVOCATION_LOG_VARIABLE)
-    if not path:
-        return
-    command = [a for a in args if a not in ("--quiet",)]
-    while command and command[0] in ("--log-path", "--log-level"):
-        command = command[2:]
-    line = {"seconds": round(seconds, 3), "command": command[:6], "pid": os.getpid(),
-            "test": os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]}
-    with open(path, "a", encoding="utf-8") as out:
-        out.write(json.dumps(line) + "\n")
-
-
 class Dbt:
     def __init__(self, quiet: bool = False, log_path: Path | None = None) -> None:
         """`log_path`: dbt's log folder, by default the state folder's `logs` (a process that runs
@@ -104,13 +85,11 @@ class Dbt:
         callbacks = self._runner.callbacks
         if self._listeners:
             self._runner.callbacks = [*(callbacks or []), *self._listeners]
-        started = time.monotonic()
         try:
             with _parse_state(args):
                 return self._runner.invoke(args)
         finally:
             self._runner.callbacks = callbacks
-            _log_invocation(args, time.monotonic() - started)
 
     @contextmanager
     def listening(self, callback) -> Iterator[None]:
