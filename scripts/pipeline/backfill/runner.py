@@ -302,6 +302,19 @@ def git_commit() -> str:
         return "unknown"
 
 
+# what a window's statistics sum per table (Backfill._changes, _changes_in_dates)
+_WINDOW_FIGURES = ("snapshots", "added", "deleted", "added_files", "removed_files", "changed_partitions")
+
+
+def _add_summary(totals: dict[str, int], figures: dict[str, str]) -> None:
+    """Add one Iceberg summary's (a snapshot's, or one partition's entry in it) records and
+    files to a window's `totals`."""
+    for name, key in (("added", "added-records"), ("added_files", "added-data-files"),
+                      ("removed_files", "deleted-data-files")):
+        totals[name] += int(figures.get(key, 0) or 0)
+    totals["deleted"] += iceberg.deleted_records(figures)
+
+
 class Backfill:
     def __init__(self, dbt: Dbt, spark: Sql, console: Console | None = None,
                  stale_after: timedelta = timedelta(minutes=10)) -> None:
@@ -1388,8 +1401,7 @@ class Backfill:
         first, last = window.start.isoformat(), window.end.isoformat()
         changes = {}
         for table, event_date in dated.items():
-            totals = dict.fromkeys(("snapshots", "added", "deleted", "added_files", "removed_files",
-                                    "changed_partitions"), 0)
+            totals = dict.fromkeys(_WINDOW_FIGURES, 0)
             partitions: set[str] = set()
             for snapshot in committed[table]:
                 mine = False
@@ -1401,11 +1413,7 @@ class Backfill:
                         continue
                     mine = True
                     partitions.add(day)
-                    figures = dict(item.split("=", 1) for item in value.split(",") if "=" in item)
-                    for name, summary_key in (("added", "added-records"), ("added_files", "added-data-files"),
-                                              ("removed_files", "deleted-data-files")):
-                        totals[name] += int(figures.get(summary_key, 0) or 0)
-                    totals["deleted"] += iceberg.deleted_records(figures)
+                    _add_summary(totals, dict(item.split("=", 1) for item in value.split(",") if "=" in item))
                 totals["snapshots"] += mine
             totals["changed_partitions"] = len(partitions)
             changes[table] = totals
@@ -1607,15 +1615,11 @@ class Backfill:
         another)."""
         changes = {}
         for table, snapshots in self._committed_on(tables, branch, started, finished).items():
-            totals = dict.fromkeys(("snapshots", "added", "deleted", "added_files", "removed_files",
-                                    "changed_partitions"), 0)
+            totals = dict.fromkeys(_WINDOW_FIGURES, 0)
             for snapshot in snapshots:
                 totals["snapshots"] += 1
-                for name, key in (("added", "added-records"), ("added_files", "added-data-files"),
-                                  ("removed_files", "deleted-data-files"),
-                                  ("changed_partitions", "changed-partition-count")):
-                    totals[name] += int(snapshot.summary.get(key, 0) or 0)
-                totals["deleted"] += iceberg.deleted_records(snapshot.summary)
+                totals["changed_partitions"] += int(snapshot.summary.get("changed-partition-count", 0) or 0)
+                _add_summary(totals, snapshot.summary)
             changes[table] = totals
         return changes
 

@@ -139,14 +139,13 @@ def register(group: click.Group) -> None:
         lane = _lane(not_during)
         parallel = _checked_parallel(parallel)
         if resume or retry_failed or abandon:
+            given = "--resume" if resume else "--retry-failed" if retry_failed else "--abandon"
             if dry_run:
                 # a dry run plans a new backfill; resuming or abandoning one has nothing to plan,
                 # and ignoring the flag would do for real what was asked as a rehearsal
-                raise PlanError("--dry-run plans a new backfill (--start/--end); it cannot be combined "
-                                f"with {'--resume' if resume else '--retry-failed' if retry_failed else '--abandon'}")
+                raise PlanError(f"--dry-run plans a new backfill (--start/--end); it cannot be combined with {given}")
             if plan_out:
-                raise PlanError("--plan-out plans a new backfill (--start/--end); it cannot be combined "
-                                f"with {'--resume' if resume else '--retry-failed' if retry_failed else '--abandon'}")
+                raise PlanError(f"--plan-out plans a new backfill (--start/--end); it cannot be combined with {given}")
             check_run_id(resume or retry_failed or abandon)
         else:
             parse_date(start, "--start")
