@@ -102,8 +102,70 @@
             ) ~ ") as " ~ backfill_safe.validated_identifier(item.name)) %}
         {% endif %}
     {% endfor %}
-    {% set body = parts | join('\nunion all\n') %}
-    {% set fingerprint = local_md5(view ~ ' as ' ~ body) %}
+    {% do backfill_safe.replace_audit_tree(view, declared | map(attribute='name') | list, parts) %}
+    {{ return('') }}
+{% endmacro %}
+
+
+{#- The view tree behind `view` (audit_unreflected_changes): one view per declared model, named
+    by its name and the md5 of its SQL (`<view>` schema, `unreflected_changes__<model>__<md5>`),
+    created only when no view of that SQL exists; part views of at most audit_part_limits()
+    model views each (`unreflected_changes__part__<md5>`, their models listed in the table
+    property backfill_safe.audited_models); and `view`, the union of the parts (its parts in
+    backfill_safe.audit_parts). No stored text grows with the project: the embedded metastore
+    keeps a view's text in a column of 32,700 characters, which one union of every model's
+    audit outgrew at 8 declared models. A new version of a model's audit never touches the
+    views readers use; only `view` is replaced: its new definition analysed first (a broken one
+    keeps the previous view), then dropped and created (a `create or replace view` would leave the
+    old SQL in the metastore: spark__create_view_as). Between the two a reader finds no view:
+    the create of a union of part views, well under a second here. An atomic rename of a staged
+    view was tried: Iceberg's rename of a view in an embedded metastore left a lock that made
+    every later metastore write of another thread wait 40 s and fail (`One or more instances
+    could not be made persistent`; harness.generated_project's second run). The versions no
+    longer referenced are dropped last. `bodies`: the models' audit selects, in the order of
+    `names`. -#}
+{% macro replace_audit_tree(view, names, bodies) %}
+    {% set schema = view.schema %}
+    {% set prefix = 'unreflected_changes__' %}
+    {% set limits = backfill_safe.audit_part_limits() %}
+    {% set members = [] %}
+    {% for name in names %}
+        {% set body = bodies[loop.index0] %}
+        {% set member = schema ~ '.' ~ prefix ~ backfill_safe.validated_identifier(name)
+            ~ '__' ~ local_md5(body)[:12] %}
+        {% do members.append({'name': name, 'view': member, 'body': body}) %}
+    {% endfor %}
+    {#- parts: consecutive members, each within the limits of text and listed names -#}
+    {% set parts = [] %}
+    {% set current = {'members': [], 'text': 0, 'names': 0} %}
+    {% for member in members %}
+        {% set text = member.view | length + 30 %}
+        {% if current.members and (current.members | length >= limits.models
+            or current.text + text > limits.text or current.names + member.name | length + 1 > limits.names) %}
+            {% do parts.append(current.members) %}
+            {% do current.update({'members': [], 'text': 0, 'names': 0}) %}
+        {% endif %}
+        {% do current.members.append(member) %}
+        {% do current.update({'text': current.text + text,
+                              'names': current.names + member.name | length + 1}) %}
+    {% endfor %}
+    {% if current.members %}
+        {% do parts.append(current.members) %}
+    {% endif %}
+    {% if parts | length > limits.models %}
+        {{ exceptions.raise_compiler_error("unreflected_changes_view: " ~ names | length
+            ~ " declared models make " ~ parts | length ~ " parts of " ~ view ~ ", more than the "
+            ~ limits.models ~ " one view unites; raise audit_part_limits' models") }}
+    {% endif %}
+    {% set part_views = [] %}
+    {% for part in parts %}
+        {% set body = backfill_safe.union_of_views(part | map(attribute='view') | list) %}
+        {% do part_views.append({'view': schema ~ '.' ~ prefix ~ 'part__' ~ local_md5(body)[:12],
+                                 'body': body, 'members': part}) %}
+    {% endfor %}
+    {% set top_body = backfill_safe.union_of_views(part_views | map(attribute='view') | list)
+        if part_views else backfill_safe.unreflected_changes_empty() %}
+    {% set fingerprint = local_md5(view ~ ' as ' ~ top_body) %}
     {% set existing = adapter.get_relation(database=view.database, schema=view.schema,
                                            identifier=view.identifier) %}
     {% set carried = modules.re.search('backfill_safe[.]view_md5=([0-9a-f]{32})',
@@ -115,21 +177,84 @@
     {#- statements, not run_query: through a Thrift Server PyHive cannot fetch DDL's empty
         result -#}
     {% call statement('create_audit_schema') %}
-        create schema if not exists {{ view.schema }}
+        create schema if not exists {{ schema }}
     {% endcall %}
-    {#- dropped and created, not replaced: see spark__create_view_as -#}
-    {% do backfill_safe.drop_view_to_replace(view, body) %}
+    {% set listed = run_query("show views in " ~ schema ~ " like '" ~ prefix ~ "*'") %}
+    {% set present = listed.columns[1].values() | map('lower') | list
+        if listed is not none else [] %}
+    {% for member in members if (member.view.split('.')[-1] | lower) not in present %}
+        {% call statement('create_audit_of_' ~ member.name) %}
+            create view {{ member.view }}
+            tblproperties ('backfill_safe.audited_models' = '{{ member.name }}')
+            as
+            {{ member.body }}
+        {% endcall %}
+    {% endfor %}
+    {% for part in part_views if (part.view.split('.')[-1] | lower) not in present %}
+        {% call statement('create_audit_part') %}
+            create view {{ part.view }}
+            tblproperties (
+                'backfill_safe.audited_models' = '{{ part.members | map(attribute='name') | join(',') }}'
+            )
+            as
+            {{ part.body }}
+        {% endcall %}
+    {% endfor %}
+    {#- the new top, analysed before the previous one is dropped (a broken one keeps it) -#}
+    {% do get_columns_in_query(top_body) %}
+    {% call statement('replace_unreflected_changes_view') %}
+        drop view if exists {{ view }}
+    {% endcall %}
     {% call statement('replace_unreflected_changes_view') %}
         create view {{ view }}
         tblproperties (
             'backfill_safe.view_md5' = '{{ fingerprint }}',
-            'backfill_safe.audited_models' = '{{ declared | map(attribute='name') | join(',') }}'
+            'backfill_safe.audit_parts' = '{{ part_views | map(attribute='view') | join(',') }}'
         )
         as
-        {{ body }}
+        {{ top_body }}
     {% endcall %}
-    {{ return('') }}
+    {#- the versions the new tree no longer reads (and a top staged by a run that failed) -#}
+    {% set kept = (members | map(attribute='view') | list)
+        + (part_views | map(attribute='view') | list) %}
+    {% set kept = kept | map('lower') | map('replace', schema | lower ~ '.', '') | list %}
+    {% for old in present if old not in kept %}
+        {% call statement('drop_old_audit_view') %}
+            drop view if exists {{ schema }}.{{ old }}
+        {% endcall %}
+    {% endfor %}
 {% endmacro %}
+
+
+{#- How large a view of the audit tree may grow (replace_audit_tree): `models` views united in
+    one, `text` characters of its SQL (the embedded metastore holds 32,700), `names` characters
+    of its backfill_safe.audited_models property (a metastore may hold 4,000). -#}
+{% macro audit_part_limits() %}
+    {{ return({'models': var('audit_part_models', 100) | int, 'text': 24000, 'names': 3500}) }}
+{% endmacro %}
+
+
+{#- `select * from` each of `views`, united. -#}
+{% macro union_of_views(views) %}
+    {%- set selects = [] -%}
+    {%- for name in views -%}
+        {%- do selects.append('select * from ' ~ name) -%}
+    {%- endfor -%}
+    {{- return(selects | join('\nunion all\n')) -}}
+{% endmacro %}
+
+
+{#- The audit's columns with no row: the view when no model is declared. -#}
+{% macro unreflected_changes_empty() %}
+    {{ return("select cast(null as string) as model_name, cast(null as string) as unique_key,"
+        ~ " cast(null as string) as problem, cast(null as string) as differing_columns,"
+        ~ " cast(null as timestamp) as source_updated_at,"
+        ~ " cast(null as timestamp) as loaded_updated_at,"
+        ~ " cast(null as date) as event_date, cast(null as date) as loaded_event_date,"
+        ~ " cast(null as date) as restate_date, cast(null as int) as restatement_window_days,"
+        ~ " false as beyond_restatement_window where false") }}
+{% endmacro %}
+
 
 {#- The audit view of unreflected changes: `<audit_schema>.audit_unreflected_changes`. -#}
 {% macro unreflected_changes_relation() %}

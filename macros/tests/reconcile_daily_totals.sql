@@ -15,8 +15,22 @@
         "reconcile_daily_totals on " ~ model ~ ": the model declares no config.meta.backfill_safe, "
         ~ "so expected_model and date_column are needed") }}
 {%- endif %}
+{{ config(**backfill_safe.unexplained_rows_config()) }}
+{%- set over_models = (declared.get('scope') or {}).get('models') %}
 
 with
+
+{%- if not over_models and declared.get('current_state_relation') %}
+late_dates as (
+    {#- the dates of the model's keys late beyond its window (no_unloaded_changes' rows): a
+        difference on one of them awaits its restatement -#}
+    select explode(array(late.restate_date, late.loaded_event_date)) as late_date
+    from (
+        {{ backfill_safe.unreflected_changes(model, declared.current_state_relation, declared.unique_key,
+            declared.lookback, model.identifier, declared.event_date) }}
+    ) as late
+),
+{%- endif %}
 
 actual as (
     select
@@ -48,7 +62,10 @@ select
     actual.{{ measure }} as actual_{{ measure }},
     {%- endfor %}
     expected.row_count as expected_rows,
-    actual.row_count as actual_rows
+    actual.row_count as actual_rows,
+    {{ backfill_safe.unexplained_flag('true' if over_models or not declared.get('current_state_relation') else
+        'coalesce(expected.reconciled_date, actual.reconciled_date) not in (select late_date from late_dates'
+        ~ ' where late_date is not null)') }}
 from expected
 full outer join actual
     -- null-safe: rows without a date on both sides agree, as any other date

@@ -63,11 +63,13 @@ class Freshness:
 
 
 class Dbt:
-    def __init__(self, quiet: bool = False, log_path: Path | None = None) -> None:
+    def __init__(self, quiet: bool = False, log_path: Path | None = None, project_dir: Path | None = None) -> None:
         """`log_path`: dbt's log folder, by default the state folder's `logs` (a process that runs
-        dbt beside another one of the same state folder gives its own)."""
+        dbt beside another one of the same state folder gives its own). `project_dir`: another
+        dbt project than the tools' (paths.PROJECT_DIR), with its own target folder in it."""
         paths.export_environment()
         self._logs = log_path
+        self._project = project_dir
         self._listeners: list = []  # listening()
         get_engine()  # embedded: the session is created first, so dbt-spark's session method reuses it
         self._runner = dbtRunner()
@@ -79,6 +81,9 @@ class Dbt:
 
     def _full(self, command: list[str]) -> list[str]:
         full = ["--log-path", self._log_path] + (["--quiet"] if self._quiet else [])
+        if self._project is not None:
+            return full + command + ["--project-dir", str(self._project), "--profiles-dir", str(paths.PROFILES_DIR),
+                                     "--target-path", str(self._project / "target")]
         return full + command + ["--project-dir", str(paths.PROJECT_DIR), "--profiles-dir", str(paths.PROFILES_DIR)]
 
     def _invoke_runner(self, args: list[str]) -> dbtRunnerResult:
@@ -86,6 +91,8 @@ class Dbt:
         if self._listeners:
             self._runner.callbacks = [*(callbacks or []), *self._listeners]
         try:
+            if self._project is not None:  # its own target folder: dbt's own partial parse
+                return self._runner.invoke(args)
             with _parse_state(args):
                 return self._runner.invoke(args)
         finally:

@@ -30,6 +30,22 @@ def table_exists(spark: Sql, table: str) -> bool:
     return spark.catalog.tableExists(checked_table(table))
 
 
+def audited_models(spark: Sql, audit: str) -> set[str]:
+    """The models the audit view `audit` covers: the view unites part views (its table property
+    backfill_safe.audit_parts), each listing its models in backfill_safe.audited_models (macro
+    replace_audit_tree). A view of an older release lists them itself. Empty: none."""
+
+    def properties(view: str) -> dict[str, str]:
+        refreshed(spark, view)
+        return {r.key: r.value for r in spark.sql(f"show tblproperties {view}").collect()}
+
+    top = properties(audit)
+    parts = [p for p in (top.get("backfill_safe.audit_parts") or "").split(",") if p]
+    listed = [top.get("backfill_safe.audited_models") or ""] + [
+        properties(part).get("backfill_safe.audited_models") or "" for part in parts]
+    return {name for names in listed for name in names.split(",") if name}
+
+
 def refreshed(spark: Sql, table: str) -> str:
     """`table`, after dropping this session's cached metadata of it.
 

@@ -9,10 +9,12 @@ since the last one read, an upstream rebuilt, the records, the audit.
 
 from __future__ import annotations
 
+import io
 import re
 from datetime import timedelta
 
 import pytest
+from rich.console import Console
 
 from domains import SHOP, SHOP_AGGREGATES, stale_aggregates
 from helpers import Warehouse, customer, item, last_invocation_statements, order
@@ -144,6 +146,37 @@ def test_the_audit_lists_an_aggregate_row_no_run_will_fix_and_not_one_the_next_r
     tests = {r.name: (r.status, r.failures) for r in wh.dbt.invoke(
         "test", "--select", "agg_daily_revenue", check=False) if r.resource_type == "test"}
     assert tests["no_unloaded_changes_agg_daily_revenue_"] == ("fail", 1), tests
+
+
+def test_a_late_row_listed_for_restatement_does_not_freeze_the_aggregate_over_its_fact(wh: Warehouse):
+    """Issue 78: a line of order 1 corrected beyond the fact's window (stamped 2025-01-05, the
+    window starts 2025-01-07 10:00) and a new order 4 on 2025-01-11 land the same day. The
+    fact's reconciliation tests warn (the late line is listed, awaiting its restatement) instead
+    of failing, so `dbt build` runs the aggregate over the fact: the day's new order reaches it.
+    The restatement then publishes the fact and the aggregate exact."""
+    from pipeline.backfill.runner import Backfill
+
+    wh.land(orders=[order(4, "2025-01-11 10:00")],
+            order_items=[item(1, 1, "2025-01-05 00:00", quantity=7), item(4, 1, "2025-01-11 10:00")])
+    results = {r.name: r.status for r in wh.dbt_build("--select", "fct_order_item+")}
+    late_tests = {n: s for n, s in results.items() if n.startswith(("no_unloaded_changes_fct_order_item",
+                                                                     "reconcile_daily_totals_fct_order_item"))}
+    assert set(late_tests.values()) == {"warn"} and len(late_tests) == 2, late_tests
+    assert results["agg_daily_revenue"] == "success", results
+    assert "skipped" not in results.values(), results
+    dates = {str(r.order_date) for r in wh.rows(f"select order_date from {REVENUE}")}
+    assert "2025-01-11" in dates
+    # every group but the late line's date equals its current state; that date awaits the restatement
+    assert set(stale_aggregates(wh, SHOP_AGGREGATES)) <= {"agg_daily_revenue"}
+
+    backfill = Backfill(wh.dbt, wh.spark, Console(file=io.StringIO(), width=200))
+    plan = backfill.restate_plan(None, 7)  # the line's fact and its order's (the order's totals moved)
+    assert [(str(w.start), str(w.end)) for w in plan.windows] == [("2025-01-02", "2025-01-03")]
+    run_id = backfill.start(plan, "issue 78: the late line")
+    assert backfill.status_of(run_id) == "published"
+    assert stale_aggregates(wh, SHOP_AGGREGATES) == {}
+    assert wh.rows("select quantity from marts.fct_order_item where order_id = 1")[0].quantity == 7
+    assert wh.rows("select count(*) as n from audit.audit_unreflected_changes")[0].n == 0
 
 
 def test_an_aggregate_whose_upstream_recorded_nothing_stages_nothing_and_merges_nothing(wh: Warehouse):

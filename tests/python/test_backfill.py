@@ -60,7 +60,7 @@ def built_once(spark, dbt, tmp_path_factory) -> tuple[Warehouse, Checkpoint]:
     warehouse.dbt_run(*SHOP_FACTS)  # order lines landed: the dimensions have nothing new
     missed = [r for r in warehouse.dbt.invoke("test", "--select", "fct_order_item", check=False)
               if r.name.startswith("no_unloaded_changes")]
-    assert [(r.status, r.failures) for r in missed] == [("fail", 3)]
+    assert [(r.status, r.failures) for r in missed] == [("warn", 3)]  # listed, awaiting its restatement
     # the second run had nothing to merge into fct_order_item (so it committed nothing): a commit
     # after the first build, rewriting rows as they are, gives the maintenance test a snapshot
     # older than a backfill's base to expire (the tests put the tables back to this one)

@@ -199,7 +199,7 @@ def test_a_correction_beyond_the_window_is_listed_by_the_audit_and_restated_on_i
     assert d.differing_events(wh) == {1}
     tests = data_tests(d, wh)
     for check in ("no_unloaded_changes", "reconcile_daily_totals"):
-        assert tests[f"{check}_{d.fact}_"] == ("fail", 1), tests
+        assert tests[f"{check}_{d.fact}_"] == ("warn", 1), tests  # listed, awaiting its restatement
 
     output = io.StringIO()
     backfill = Backfill(wh.dbt, wh.spark, Console(file=output, width=200))

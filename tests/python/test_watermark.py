@@ -212,13 +212,18 @@ def test_a_test_in_the_same_build_reads_the_watermark_its_model_advanced(base: W
                    " where order_id = 101 and order_item_id = 1")
     passed = base.dbt.invoke("test", "--select", "test_name:no_unloaded_changes,fct_order_item")
     assert [r.status for r in passed if r.resource_type == "test"] == ["pass"]
+    # the day's totals differ where no listed late key explains it: an error, not a warning
+    # (unexplained_rows), whatever the late keys of other dates
+    [unexplained] = [r for r in base.dbt.invoke("test", "--select", "test_name:reconcile_daily_totals,fct_order_item",
+                                                check=False) if r.resource_type == "test"]
+    assert (unexplained.status, unexplained.failures) == ("fail", 1)
     # a build moves the watermark to 01-12 10:00 (window from 01-09 10:00): the row is now beyond
     # the window, and the build's own test of the model must say so, though the watermark table
     # is written only when the build ends
     base.land(orders=[order(103, "2025-01-12 10:00")], order_items=[item(103, 1, "2025-01-12 10:00")])
     results = base.dbt.invoke("build", "--select", "fct_order_item", check=False)
     [miss] = [r for r in results if r.name.startswith("no_unloaded_changes")]
-    assert (miss.status, miss.failures) == ("fail", 1)
+    assert (miss.status, miss.failures) == ("warn", 1)  # listed: awaits its restatement
     assert base.watermark("fct_order_item") == naive("2025-01-12 10:00")
 
 
@@ -331,9 +336,9 @@ def test_version_older_than_the_window_is_reported_as_a_silent_miss(base: Wareho
         "test", "--select", "test_name:no_unloaded_changes,fct_order_item",
         "test_name:reconcile_daily_totals,fct_order_item", check=False) if r.resource_type == "test"}
     assert set(results) == {"no_unloaded_changes", "reconcile_daily_totals"}
-    assert results["no_unloaded_changes"].status == "fail"
+    assert results["no_unloaded_changes"].status == "warn"  # listed, awaiting its restatement
     assert results["no_unloaded_changes"].failures == 2
-    assert results["reconcile_daily_totals"].status == "fail"
+    assert results["reconcile_daily_totals"].status == "warn"  # its date is a listed key's
     assert results["reconcile_daily_totals"].failures == 1  # 2025-01-02
 
     # the restatement path: a full refresh of the model reloads them

@@ -438,8 +438,7 @@ class Backfill:
         # the view may have been replaced (a new declared model, one not built) since this session
         # last read it: without a refresh the session keeps the definition it read first
         iceberg.refreshed(self.spark, audit)
-        properties = {r.key: r.value for r in self.spark.sql(f"show tblproperties {audit}").collect()}
-        covered = set((properties.get("backfill_safe.audited_models") or "").split(","))
+        covered = iceberg.audited_models(self.spark, audit)
         declared = sorted(m.name for m in incremental_models() if m.declared and (not wanted or m.name in wanted))
         uncovered = [name for name in declared if name not in covered]
         if uncovered:
