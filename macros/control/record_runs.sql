@@ -10,12 +10,15 @@
     statement was idle, idle_runs, gets zeros unread: a write to its table by its own post-hook
     is not counted then), one read of the watermarks, one append of constant rows. A backfill's
     windows are recorded by the runner instead (`pipeline.backfill`), off their critical path:
-    this renders nothing under backfill vars, nor for the scratch build of a dual-run
+    this renders nothing for a window of the runner's (var backfill_branch), nor for the scratch build of a dual-run
     comparison, nor for `pipeline explain` (var explain_next_run), nor for an invocation that
     ran no model of the framework's kind (is_framework_model: a run of plain dbt models only).
-    Snapshot figures are read for Iceberg tables only. -#}
+    Snapshot figures are read for Iceberg tables only. A plain `dbt run --vars '{backfill_start:
+    ..., backfill_end: ...}'` (a backfill by hand: no branch, no gate, the watermark left where
+    it was) is recorded like a daily run, with its window in window_start and window_end. -#}
 {% macro record_runs(results) %}
-    {% if not execute or backfill_safe.backfill_window() is not none
+    {% set window = backfill_safe.backfill_window() if execute else none %}
+    {% if not execute or (window is not none and var('backfill_branch', none) is not none)
         or var('dual_run_model', none) is not none or backfill_safe.explaining() %}
         {{ return('') }}
     {% endif %}
@@ -89,8 +92,8 @@
             '{{ run.status }}',
             {{ backfill_safe.timestamp_literal(timing.started_at) if timing else 'cast(null as timestamp)' }},
             {{ backfill_safe.timestamp_literal(timing.completed_at) if timing else 'cast(null as timestamp)' }},
-            cast(null as date),
-            cast(null as date),
+            {{ ("date'" ~ window.start ~ "'") if window else 'cast(null as date)' }},
+            {{ ("date'" ~ window.end ~ "'") if window else 'cast(null as date)' }},
             {{ backfill_safe.timestamp_literal(before) if before else 'cast(null as timestamp)' }},
             {{ backfill_safe.timestamp_literal(after) if after else 'cast(null as timestamp)' }},
             {{ ('unix_timestamp(current_timestamp()) - unix_timestamp(' ~ backfill_safe.timestamp_literal(after) ~ ')')

@@ -92,7 +92,7 @@
             {% do parts.append("select * from (" ~ backfill_safe.unreflected_changes_over_models(
                 item.relation, item.current_state_relation, item.unique_key, item.name,
                 item.event_date, item.scope, columns=table_names,
-                window_days=item.restatement_window
+                window_days=item.restatement_window, behind=true
             ) ~ ") as " ~ backfill_safe.validated_identifier(item.name)) %}
         {% else %}
             {% do parts.append("select * from (" ~ backfill_safe.unreflected_changes(

@@ -164,12 +164,16 @@ where
     left out those the model's next run will recompute: the keys of the changes its upstream
     models recorded since its landing bound (model_scope_keys_select's daily keys; in a test of
     the same `dbt build` as the model's run, since that run's start), or every key when an
-    upstream was rebuilt since or the model has no recorded run. No update time is compared:
+    upstream was rebuilt since or the model has no recorded run. `behind` (the audit view)
+    lists those too, problem 'behind': the model did not run since its upstream changed them
+    (skipped after a failed test, failed, not selected), with since when (source_updated_at:
+    the first upstream run it has not read); a key its next run recomputes but that holds its
+    current state already (a restatement recomputed it) is not listed. No update time is compared:
     the table holds none it needs. Same columns as unreflected_changes (the update times
     null); the restatement window counts back from the latest event date the table holds. -#}
 {% macro unreflected_changes_over_models(model, expected_model, unique_key, model_name,
                                          date_column, scope, horizon_days=none, columns=none,
-                                         window_days=none) %}
+                                         window_days=none, behind=false) %}
 {%- if columns is none %}
     {%- set columns = backfill_safe.column_names(model)
         if execute else [unique_key, date_column] %}
@@ -197,17 +201,34 @@ bound as (
 
 pending_changes as (
     {%- for upstream in upstreams if upstream.changes | lower in recorded %}
-    select _change, {{ upstream.column }} as key_value
+    select _change, {{ upstream.column }} as key_value, _run_started_at
     from {{ upstream.changes }}
     cross join bound
     where bound.since is null or _run_started_at > bound.since
     union all
     {%- endfor %}
     -- no recorded run: the next run recomputes every key
-    select 'rebuilt' as _change, cast(null as string) as key_value
+    select 'rebuilt' as _change, cast(null as string) as key_value,
+        cast(null as timestamp) as _run_started_at
     from bound
     where bound.since is null
 ),
+
+pending_keys as (
+    select
+        cast(key_value as string) as key_value,
+        min(_run_started_at) as since
+    from pending_changes
+    where _change <> 'rebuilt' and key_value is not null
+    group by cast(key_value as string)
+),
+
+rebuilt as (
+    select min(_run_started_at) as since, count(*) > 0 as is_rebuilt
+    from pending_changes
+    where _change = 'rebuilt'
+),
+
 
 expected as (
     select
@@ -244,13 +265,20 @@ select
     '{{ model_name }}' as model_name,
     cast(compared.key_value as string) as unique_key,
     case
+        {%- if behind %}
+        -- the next run recomputes it: it differs because the model has not run since its
+        -- upstream changed (skipped, failed or not selected)
+        when rebuilt.is_rebuilt or pending_keys.key_value is not null then 'behind'
+        {%- endif %}
         when not compared.is_loaded then 'missing'
         when not compared.is_expected then 'not deleted'
         else 'stale'
     end as problem,
     case when compared.is_loaded and compared.is_expected then compared.differing_columns end
         as differing_columns,
-    cast(null as timestamp) as source_updated_at,
+    -- for a row behind: since when (the first upstream run it has not read)
+    {{ 'coalesce(pending_keys.since, rebuilt.since)' if behind else 'cast(null as timestamp)' }}
+        as source_updated_at,
     cast(null as timestamp) as loaded_updated_at,
     compared.event_date,
     compared.loaded_event_date,
@@ -258,6 +286,9 @@ select
     {{ backfill_safe.restatement_window_columns(window_days, 'latest.restatement_start',
         'coalesce(compared.event_date, compared.loaded_event_date)', 'compared.loaded_event_date') }}
 from compared
+cross join rebuilt
+left join pending_keys
+    on cast(compared.scope_key as string) = pending_keys.key_value
 cross join (
     {#- the window's start from the latest event date the table holds (no watermark) #}
     {%- if window_days is not none %}
@@ -269,12 +300,11 @@ cross join (
 ) as latest
 where
     (not compared.is_loaded or not compared.is_expected or compared.differing_columns <> '')
+    {%- if not behind %}
     -- the next run recomputes these keys (or every key)
-    and not exists (select 1 from pending_changes where _change = 'rebuilt')
-    and cast(compared.scope_key as string) not in (
-        select cast(key_value as string) from pending_changes
-        where _change <> 'rebuilt' and key_value is not null
-    )
+    and not rebuilt.is_rebuilt
+    and pending_keys.key_value is null
+    {%- endif %}
     {%- if horizon_days is not none %}
     -- within the horizon of the latest event date the table holds
     and coalesce(compared.event_date, compared.loaded_event_date) >= (

@@ -1,6 +1,6 @@
 {#- The landed versions of one raw table with their verdict, one row each: source and table,
     key, `reason` (null for a loadable version), update and landing time, file, and the landed
-    row as JSON. The verdict is screened_versions', the one definition of "loadable" that the
+    row as JSON (its declared columns only). The verdict is screened_versions', the one definition of "loadable" that the
     staging, the quarantine audit (audit_quarantined_rows), the watermark's advance
     (advance_watermark) and its drift check (watermark_drift) all read: every row rule of
     quarantine_reason, the conflicting-versions rule, and any rule added there.
@@ -31,6 +31,12 @@
         {{ contract.update_column }} as updated_at,
         _loaded_at,
         _source_file,
-        to_json(struct(*)) as landed_row
+        {#- the row as the source sent it: its declared columns, none of the screening's own
+            (_payload, _row_problem, ...) nor the landing's, which have columns of their own -#}
+        to_json(struct(
+            {%- for column in contract.columns if column not in ('_loaded_at', '_source_file') %}
+            {{ column }}{{ "," if not loop.last }}
+            {%- endfor %}
+        )) as landed_row
     from ({{ backfill_safe.screened_versions(relation, source_name, table, keep=keep) }}) as screened
 {%- endmacro %}

@@ -10,7 +10,9 @@ examples' own models stay in the copy; the generated ones add to them.
 
     PYTHONPATH=scripts .venv/bin/python -m harness.generated_project DEST --facts 20
 
-writes the project to DEST (then `dbt build --project-dir DEST --select +path:models/marts/generated`).
+writes the project to DEST (then `dbt build --project-dir DEST --select +path:models/marts/generated`);
+with `--measure` (and PIPELINE_STATE_DIR a fresh folder) it also runs it on the embedded target
+and prints what the audit costs: its hook's statements and seconds per run, and a read.
 """
 
 from __future__ import annotations
@@ -74,13 +76,71 @@ def write_project(dest: Path, facts: int, source: Path | None = None) -> list[st
     return names
 
 
+def measure_audit(dest: Path, facts: int) -> dict:
+    """The audit's cost in a project of `facts` generated facts (plus the examples' declared
+    models), on the embedded target in a fresh state folder (PIPELINE_STATE_DIR, set by the
+    caller): a first run and a daily run of the generated facts and fct_trip, then the audit
+    read. Per run: the on-run-end hook of the audit (unreflected_changes_view) in statements
+    and seconds, from dbt's log; then one read of the whole view and of one model's rows."""
+    import sys
+    import time
+
+    sys.path.insert(0, str(paths.FRAMEWORK_DIR / "tests" / "python"))
+    from helpers import Warehouse, driver, trip  # the tests' landing helpers
+
+    from pipeline.dbt import Dbt
+    from pipeline.spark import get_spark
+
+    spark = get_spark()
+    main = Dbt(quiet=True)
+    names = write_project(dest, facts)
+    wh = Warehouse.empty(spark, main, dest.parent / "files")
+    team = Dbt(quiet=True, project_dir=dest)
+    selected = ("--select", "+path:models/marts/generated", "fct_trip")
+    log = paths.state_dir() / "logs" / "dbt.log"
+    figures: dict = {"generated": facts, "declared": None, "runs": []}
+
+    def hook_cost() -> dict:
+        text = log.read_text()
+        text = text[text.rindex("Running with dbt="):]
+        start = text.index("START hook: backfill_safe.on-run-end.3")
+        end = text.index("hook: backfill_safe.on-run-end.3", start + 40)
+        seconds = float(text[end:].split(" in ", 1)[1].split("s]", 1)[0])
+        return {"statements": text[start:end].count("Using spark connection"), "seconds": seconds}
+
+    wh.land(drivers=[driver(7, "2024-12-01 00:00", rate="0.2000")],
+            trips=[trip(1, "2025-01-02 10:00"), trip(2, "2025-01-10 10:00", fare="30.00")])
+    team.invoke("run", *selected)
+    figures["runs"].append({"run": "first", **hook_cost()})
+    wh.land(trips=[trip(1, "2025-01-02 10:00", "2025-01-03 09:00", fare="25.00"), trip(4, "2025-01-11 10:00")])
+    team.invoke("run", *selected)
+    figures["runs"].append({"run": "daily", **hook_cost()})
+    for label, sql in (("read all", "select count(*) from audit.audit_unreflected_changes"),
+                       ("read one model", "select count(*) from audit.audit_unreflected_changes"
+                                          f" where model_name = '{names[0]}'")):
+        began = time.monotonic()
+        rows = spark.sql(sql).collect()[0][0]
+        figures[label] = {"seconds": round(time.monotonic() - began, 2), "rows": rows}
+    figures["declared"] = len(spark.sql(
+        "select distinct model_name from audit.audit_unreflected_changes").collect())
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dest", type=Path)
     parser.add_argument("--facts", type=int, default=20)
+    parser.add_argument("--measure", action="store_true",
+                        help="build and run it on the embedded target (PIPELINE_STATE_DIR: a fresh folder) and "
+                             "print the audit's cost as JSON")
     args = parser.parse_args(argv)
     if args.facts < 1:
         parser.error(f"--facts must be at least 1, got {args.facts}")
+    if args.measure:
+        import json
+
+        print(json.dumps(measure_audit(args.dest, args.facts), indent=2))
+        return 0
     names = write_project(args.dest, args.facts)
     print(f"{args.dest}: {len(names)} generated facts ({names[0]} .. {names[-1]})")
     return 0

@@ -129,14 +129,24 @@ class Change:
 
 # The summary figures of rows that left the table's live set: the rows of removed data files
 # (copy-on-write rewrites whole files) and the rows a merge-on-read commit deletes by position
-# (or by equality) in delete files, which leave the data files in place.
-DELETED_FIGURES = ("deleted-records", "added-position-deletes", "added-equality-deletes")
+# (or by equality) in delete files, which leave the data files in place. A commit that deletes
+# a row of a data file that already has a delete file rewrites that delete file: its summary
+# counts the old file's deletes again among the added (`added-position-deletes` 2 and
+# `removed-position-deletes` 1 for one row deleted; issue 78: a restatement of one row printed
+# -2), so the removed deletes are subtracted: each figure is a pair (added, removed).
+DELETED_FIGURES = (("deleted-records", None), ("added-position-deletes", "removed-position-deletes"),
+                   ("added-equality-deletes", "removed-equality-deletes"))
 
 
 def deleted_records(summary: dict) -> int:
     """Rows a snapshot removed from the table's live set, whatever the merge mode (see
-    DELETED_FIGURES): the `deleted_records` of run records, backfill windows and `Change`."""
-    return sum(int(summary.get(name, 0) or 0) for name in DELETED_FIGURES)
+    DELETED_FIGURES): the `deleted_records` of run records, backfill windows and `Change`.
+    macro deleted_records_figure is the same sum in SQL."""
+
+    def figure(name: str | None) -> int:
+        return int(summary.get(name, 0) or 0) if name else 0
+
+    return sum(figure(added) - figure(removed) for added, removed in DELETED_FIGURES)
 
 
 def change_since(spark: Sql, table: str, since: int | None, key: str) -> Change:

@@ -154,6 +154,9 @@ def _alerts(spark: Sql, dbt: Dbt, report: Report) -> list[str]:
         if late.not_built:
             alerts.append(f"{late.model_name}: declared but {late.not_built}: its late changes cannot be audited")
             continue
+        if late.behind:
+            alerts.append(f"{late.model_name}: behind its upstream ({late.behind}): it did not run after them"
+                          f" (skipped, failed or not selected): `dbt run --select {late.model_name}`")
         if late.restatable:
             alerts.append(f"{late.model_name}: {late.restatable} keys late beyond their window on "
                           f"{', '.join(late.restatable_dates)}: `pipeline restate`")

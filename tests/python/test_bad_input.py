@@ -13,6 +13,7 @@ collapse to one row.
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from pathlib import Path
 
@@ -163,6 +164,10 @@ def test_bad_rows_are_quarantined_with_their_reason_and_the_rest_loads(warehouse
     wh.dbt_run()
 
     assert _quarantine(wh) == QUARANTINED
+    # each listed as the source sent it: its declared columns, none of the framework's
+    [negative] = wh.rows("select landed_row from audit.audit_quarantined_rows where record_key = '2|1'")
+    landed = json.loads(negative.landed_row)
+    assert set(landed) == set(_line(2, 1, "2025-01-02 08:00")) and landed["quantity"] == -1, landed
     lines = {key: r.quantity for key, r in wh.fact_lines().items()}
     # 1|1 loads once (duplicates collapse), 1|2 keeps its previous version, 2|5 loads, 3|1 waits for its order
     assert lines == {(1, 1): 3, (1, 2): 2, (2, 5): 1}

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster_harness import Running, running_cluster
+from cluster_harness import DBT, Running, running_cluster
 from helpers import MAIN_JOB_SAMPLE, SHOP_MARTS, MainJobRun, mart_checksums
 from pipeline import cluster
 from pipeline.paths import PROJECT_DIR
@@ -230,3 +230,39 @@ def test_stop_leaves_no_process_and_a_second_stop_is_harmless(running: Running):
     again = _script(running.state, "stop")
     assert again.returncode == 0 and "nothing runs" in again.stdout, again.stdout + again.stderr
     assert _script(running.state, "status").returncode == 1
+
+
+def test_a_project_of_20_declared_models_runs_its_day_and_its_audit_lists_a_late_row_of_each_on_the_cluster(
+        running: Running, tmp_path: Path):
+    """test_many_declared_models through the Thrift Server: the audit's tree of views in the
+    server's own metastore (issue 78: one union of every model's audit outgrew the metastore's
+    view text at 8 declared models)."""
+    from harness.generated_project import write_project
+    from helpers import driver, trip, write_parquet
+
+    project = tmp_path / "project"
+    generated = write_project(project, 14)
+    selected = ("--select", "+path:models/marts/generated", "fct_trip")
+
+    def dbt(*args: str) -> None:
+        done = subprocess.run([str(DBT), *args, "--project-dir", str(project), "--profiles-dir",
+                               str(PROJECT_DIR / "profiles"), "--target", "cluster"],
+                              env=running.env(tmp_path), capture_output=True, text=True, timeout=1800)
+        assert done.returncode == 0, f"dbt {' '.join(args)} failed:\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}"
+
+    def land(name: str, **tables: list[dict]) -> None:
+        files = [write_parquet(tmp_path / name / f"{table}.parquet", table, rows) for table, rows in tables.items()]
+        landed = running.pipeline(tmp_path, "land", *map(str, files))
+        assert landed.returncode == 0, landed.stdout + landed.stderr
+
+    land("day1", drivers=[driver(7, "2024-12-01 00:00", rate="0.2000")],
+         trips=[trip(1, "2025-01-02 10:00", fare="20.00"), trip(2, "2025-01-10 10:00", fare="30.00")])
+    dbt("run", *selected)
+    land("day2", trips=[trip(1, "2025-01-02 10:00", "2025-01-03 09:00", fare="25.00"),
+                        trip(4, "2025-01-11 10:00", fare="40.00")])
+    dbt("run", *selected)
+    audit = running.query("select model_name, unique_key, problem from audit.audit_unreflected_changes"
+                          " where model_name like 'fct_generated_%' or model_name = 'fct_trip'")
+    assert sorted(audit) == sorted((name, "1", "stale") for name in [*generated, "fct_trip"])
+    for name in generated:
+        assert sorted(running.query(f"select trip_id from marts.{name}")) == [(1,), (2,), (4,)]

@@ -340,8 +340,15 @@ def test_version_older_than_the_window_is_reported_as_a_silent_miss(base: Wareho
     assert results["reconcile_daily_totals"].status == "warn"  # its date is a listed key's
     assert results["reconcile_daily_totals"].failures == 1  # 2025-01-02
 
-    # the restatement path: a full refresh of the model reloads them
-    base.dbt_run("--select", "fct_order_item", "--full-refresh")
+    # the restatement path by hand: a plain `dbt run --vars` backfill of the date (no branch, no
+    # gate), recorded like any run, with its window; each rewritten row counted once
+    base.dbt_run("--select", "fct_order_item", "--vars", "{backfill_start: 2025-01-02, backfill_end: 2025-01-03}")
+    [record] = base.rows(f"select * from control.run_records where invocation_id = '{base.dbt.last_invocation_id()}'")
+    assert (record.model_name, str(record.window_start), str(record.window_end), record.status) == (
+        "fct_order_item", "2025-01-02", "2025-01-03", "success")
+    # line 101/1 updated (its old row deleted by position), line 101/2 new
+    assert (record.snapshots_committed, record.added_records, record.deleted_records) == (1, 2, 1)
+    assert record.watermark_before == record.watermark_after  # a backfill leaves the watermark
     lines = base.fact_lines()
     assert lines[(101, 1)].quantity == 9 and (101, 2) in lines
     assert lines[(101, 1)].net_amount == Decimal("90.00")

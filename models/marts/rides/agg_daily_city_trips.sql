@@ -1,4 +1,8 @@
-{{ config(materialized='backfill_safe', unique_key='daily_city_key', partition_by=['trip_date']) }}
+{{ config(
+    materialized='backfill_safe',
+    unique_key='daily_city_key',
+    partition_by=['trip_date']
+) }}
 
 -- Trips, distance, fares and commission by trip date and city. Its scope (the trip dates whose
 -- trips fct_trip's runs changed): the yml.

@@ -1,4 +1,7 @@
-{{ config(materialized='backfill_safe', unique_key='driver_key') }}
+{{ config(
+    materialized='backfill_safe',
+    unique_key='driver_key'
+) }}
 
 -- Type 2 (the yml): one row per driver version, effective from its updated_at until the next
 -- version's, plus the unknown member for trips whose driver has not arrived yet.

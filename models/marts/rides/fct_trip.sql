@@ -1,4 +1,8 @@
-{{ config(materialized='backfill_safe', unique_key='trip_id', partition_by=['trip_date']) }}
+{{ config(
+    materialized='backfill_safe',
+    unique_key='trip_id',
+    partition_by=['trip_date']
+) }}
 
 -- One row per trip as it should be now (voided trips flagged is_deleted), with the commission
 -- of the driver version in effect when it started. Its scope and lookback: the yml.

@@ -95,7 +95,7 @@ def pending(spark: Sql, held: str, wanted: set[str], sample: int = 5) -> Pending
     when empty)."""
     found = [r for r in spark.sql(
         f"select distinct model_name, unique_key, problem, restate_date, restatement_window_days from {held}"
-        " where held_back").collect() if not wanted or r.model_name in wanted]
+        " where held_back and problem <> 'behind'").collect() if not wanted or r.model_name in wanted]
     rows = sorted({(r.model_name, r.unique_key, r.problem, r.restate_date) for r in found}, key=str)
     models = []
     for name in sorted({r.model_name for r in found}):
@@ -118,6 +118,7 @@ class LateModel:
     held: int  # keys beyond the window that no sign-off covers
     held_dates: list[str]
     window_days: int | None
+    behind: str | None = None  # a model over models its upstream's recorded changes are ahead of
 
 
 def late_by_model(spark: Sql, view: str) -> list[LateModel]:
@@ -134,11 +135,19 @@ def late_by_model(spark: Sql, view: str) -> list[LateModel]:
         "select model_name,"
         " max(case when problem in ('not built', 'not auditable') then concat(problem, ': ', differing_columns) end)"
         " as not_built,"
-        " count(distinct case when not held_back and unique_key is not null then unique_key end) as restatable,"
-        " collect_set(case when not held_back then cast(restate_date as string) end) as restatable_dates,"
-        " count(distinct case when held_back then unique_key end) as held,"
-        " collect_set(case when held_back then cast(restate_date as string) end) as held_dates,"
-        " max(restatement_window_days) as window_days"
+        " count(distinct case when not held_back and unique_key is not null and problem <> 'behind'"
+        " then unique_key end) as restatable,"
+        " collect_set(case when not held_back and problem <> 'behind' then cast(restate_date as string) end)"
+        " as restatable_dates,"
+        " count(distinct case when held_back and problem <> 'behind' then unique_key end) as held,"
+        " collect_set(case when held_back and problem <> 'behind' then cast(restate_date as string) end)"
+        " as held_dates,"
+        " max(restatement_window_days) as window_days,"
+        " concat(cast(count(case when problem = 'behind' then 1 end) as string), ' keys since ',"
+        " cast(min(case when problem = 'behind' then source_updated_at end) as string), ' on ',"
+        " array_join(array_sort(collect_set(case when problem = 'behind' then cast(restate_date as string) end)),"
+        " ', ')) as behind_text,"
+        " count(case when problem = 'behind' then 1 end) as behind_keys"
         f" from ({held}) as late group by model_name order by model_name").collect()
     return [LateModel(r.model_name, r.not_built, int(r.restatable), sorted(r.restatable_dates), int(r.held),
-                      sorted(r.held_dates), r.window_days) for r in rows]
+                      sorted(r.held_dates), r.window_days, r.behind_text if r.behind_keys else None) for r in rows]

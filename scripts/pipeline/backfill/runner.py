@@ -336,6 +336,7 @@ class Backfill:
         self._held_audit: str | None = None
         # the rows of the held audit held back beyond their restatement window (late_policy)
         self.pending = late_policy.Pending()
+        self.behind: list[tuple[str, str]] = []  # models over models behind their upstream (the audit)
         # restate_reached's answer for the audit and arguments it was asked for
         self._reached_cache: tuple[tuple, list[Reached]] | None = None
         # after a publish or a rollback, rebuild the stale models downstream (tables, plain
@@ -463,6 +464,14 @@ class Backfill:
                 f" late changes cannot be audited: build it and what it reads first"
                 f" (dbt build --select {' '.join('+' + name for name, _, _ in unaudited)})")
         self.pending = late_policy.pending(self.spark, held, wanted)
+        self.behind = [(r.model_name, f"{r.keys} keys since {r.since} on {r.dates}") for r in self.spark.sql(
+            f"select model_name, count(*) as keys, min(source_updated_at) as since,"
+            f" array_join(array_sort(collect_set(cast(restate_date as string))), ', ') as dates"
+            f" from {held} where problem = 'behind' group by model_name order by 1").collect()]
+        for name, why in self.behind:
+            self.console.print(f"[yellow]behind[/] {name}: {why}: it did not run after its upstream (skipped,"
+                               f" failed or not selected); a restatement that reaches it fails its gate on its"
+                               f" other dates: run it first (dbt run --select {name})")
         return wanted
 
     def restate_plan(self, select: str | None, batch_days: int) -> Plan | None:
@@ -583,10 +592,13 @@ class Backfill:
         """What restate_keys and restate_impact read, as a subquery: the rows restate_plan held
         that a restatement restates (`held`: those held back beyond their restatement window);
         without a held audit the view's, by its flag alone (a sign-off is not seen)."""
+        # a model 'behind' its upstream is no late key to restate (_hold_checked_audit notes it)
         if self._held_audit is not None:
-            return f"(select * from {self._held_audit} where {'' if held else 'not '}held_back) as audit"
+            return (f"(select * from {self._held_audit} where {'' if held else 'not '}held_back"
+                    " and problem <> 'behind') as audit")
         view = iceberg.refreshed(self.spark, unreflected_changes_relation())
-        return f"(select * from {view} where {'' if held else 'not '}{late_policy.POLICY_COLUMN}) as audit"
+        return (f"(select * from {view} where {'' if held else 'not '}{late_policy.POLICY_COLUMN}"
+                " and problem <> 'behind') as audit")
 
     @staticmethod
     def unaudited_models() -> list[str]:
@@ -1212,6 +1224,13 @@ class Backfill:
                 raise
         if gate:
             message = "; ".join(f"{n.name}: {n.status} ({n.failures})" for n in gate)
+            message += f" (the run restated {', '.join(f'[{s}, {e})' for s, e in _date_ranges(windows))})"
+            behind = self._behind(run.models)
+            if behind:
+                message += ("; behind their upstream before this run, so their other dates differ too: "
+                            + "; ".join(f"{name} ({why})" for name, why in behind)
+                            + f": run them first (dbt run --select {' '.join(name for name, _ in behind)}),"
+                              " then this again")
             control.set_status(run_id, "gate_failed", message[:2000], finished=True)
             self.console.print(f"[red]gate failed, nothing published[/]: {message}\n"
                                f"inspect the branch: select ... from <table> version as of '{run_id}'")
@@ -1219,6 +1238,12 @@ class Backfill:
         self._publish(control, run_id)
         self._downstream_health(control, run_id, run.models, "published")
         return run_id
+
+    def _behind(self, models: list[str]) -> list[tuple[str, str]]:
+        """Those of `models` the restatement's audit listed as behind their upstream (problem
+        'behind': a model over models that did not run after their last changes), with why;
+        none for a backfill by dates."""
+        return [(name, why) for name, why in self.behind if name in set(models)]
 
     # -- windows: one at a time, or at once ----------------------------------------------------
     def _run_window(self, models: list[str], window: planning.Window, run_id: str, count: int) -> str | None:
