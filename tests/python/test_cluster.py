@@ -199,39 +199,6 @@ def test_tasks_run_on_executors_of_both_workers(running: Running):
     assert topology.workers_with_tasks() == workers, topology
 
 
-def test_a_second_start_is_refused_and_the_first_cluster_keeps_running(running: Running):
-    refused = _script(running.state, "start")
-    assert refused.returncode == 2, refused.stdout + refused.stderr
-    assert "is already running" in refused.stderr and "cluster.sh stop" in refused.stderr, refused.stderr
-    assert "Traceback" not in refused.stderr
-    with pytest.raises(cluster.ClusterRunning):
-        cluster.start(running.state, thrift_port=cluster.free_port())
-
-    assert cluster.info(running.state) == running.info
-    assert all(cluster.process_states(running.info).values())
-    assert running.query("select 1") == [(1,)]
-    status = _script(running.state, "status")
-    assert status.returncode == 0 and "workers ALIVE at the master: 2" in status.stdout, status.stdout
-
-
-def test_stop_leaves_no_process_and_a_second_stop_is_harmless(running: Running):
-    cdir = running.state / "cluster"
-    pids = set(running.info.pids.values())
-    stopped = cluster.stop(running.state)
-    assert pids <= set(stopped)
-    assert cluster._tagged_pids(cdir) == set()
-    for pid in pids:
-        with pytest.raises(ProcessLookupError):
-            os.kill(pid, 0)
-    assert not (cdir / "cluster.json").exists()
-    assert cluster.info(running.state) is None
-
-    assert cluster.stop(running.state) == []
-    again = _script(running.state, "stop")
-    assert again.returncode == 0 and "nothing runs" in again.stdout, again.stdout + again.stderr
-    assert _script(running.state, "status").returncode == 1
-
-
 def test_a_project_of_20_declared_models_runs_its_day_and_its_audit_lists_a_late_row_of_each_on_the_cluster(
         running: Running, tmp_path: Path):
     """test_many_declared_models through the Thrift Server: the audit's tree of views in the
@@ -266,3 +233,37 @@ def test_a_project_of_20_declared_models_runs_its_day_and_its_audit_lists_a_late
     assert sorted(audit) == sorted((name, "1", "stale") for name in [*generated, "fct_trip"])
     for name in generated:
         assert sorted(running.query(f"select trip_id from marts.{name}")) == [(1,), (2,), (4,)]
+
+
+def test_a_second_start_is_refused_and_the_first_cluster_keeps_running(running: Running):
+    refused = _script(running.state, "start")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "is already running" in refused.stderr and "cluster.sh stop" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr
+    with pytest.raises(cluster.ClusterRunning):
+        cluster.start(running.state, thrift_port=cluster.free_port())
+
+    assert cluster.info(running.state) == running.info
+    assert all(cluster.process_states(running.info).values())
+    assert running.query("select 1") == [(1,)]
+    status = _script(running.state, "status")
+    assert status.returncode == 0 and "workers ALIVE at the master: 2" in status.stdout, status.stdout
+
+
+def test_stop_leaves_no_process_and_a_second_stop_is_harmless(running: Running):
+    cdir = running.state / "cluster"
+    pids = set(running.info.pids.values())
+    stopped = cluster.stop(running.state)
+    assert pids <= set(stopped)
+    assert cluster._tagged_pids(cdir) == set()
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert not (cdir / "cluster.json").exists()
+    assert cluster.info(running.state) is None
+
+    assert cluster.stop(running.state) == []
+    again = _script(running.state, "stop")
+    assert again.returncode == 0 and "nothing runs" in again.stdout, again.stdout + again.stderr
+    assert _script(running.state, "status").returncode == 1
+
