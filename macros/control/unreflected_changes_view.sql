@@ -102,8 +102,8 @@
             ) ~ ") as " ~ backfill_safe.validated_identifier(item.name)) %}
         {% endif %}
     {% endfor %}
-    {% do backfill_safe.replace_audit_tree(view, declared | map(attribute='name') | list, parts) %}
-    {{ return('') }}
+    {{ return(backfill_safe.replace_audit_tree(view, declared | map(attribute='name') | list,
+                                               parts)) }}
 {% endmacro %}
 
 
@@ -115,10 +115,14 @@
     backfill_safe.audit_parts). No stored text grows with the project: the embedded metastore
     keeps a view's text in a column of 32,700 characters, which one union of every model's
     audit outgrew at 8 declared models. A new version of a model's audit never touches the
-    views readers use; only `view` is replaced: its new definition analysed first (a broken one
-    keeps the previous view), then dropped and created (a `create or replace view` would leave the
-    old SQL in the metastore: spark__create_view_as). Between the two a reader finds no view:
-    the create of a union of part views, well under a second here. An atomic rename of a staged
+    views readers use; only `view` is replaced. The new tree is analysed first, in one `explain`
+    (analysis_failure): a model's audit that cannot be analysed (a schema change half done)
+    keeps every view as it is and fails the hook, naming the model and why, as a statement dbt
+    runs and reports (failing_statement), not an error raised while dbt compiles the hook (which
+    ends its summary with "keyboard interrupt" and ERROR=0). Then `view` is dropped and created
+    (a `create or replace view` would leave the old SQL in the metastore: spark__create_view_as).
+    Between the two a reader finds no view: the create of a union of part views, well under a
+    second here. An atomic rename of a staged
     view was tried: Iceberg's rename of a view in an embedded metastore left a lock that made
     every later metastore write of another thread wait 40 s and fail (`One or more instances
     could not be made persistent`; harness.generated_project's second run). The versions no
@@ -182,6 +186,29 @@
     {% set listed = run_query("show views in " ~ schema ~ " like '" ~ prefix ~ "*'") %}
     {% set present = listed.columns[1].values() | map('lower') | list
         if listed is not none else [] %}
+    {#- the new tree analysed before anything is created: the new models' audits inline, the
+        others' views by name (one statement); a failure keeps every view as it is and fails
+        the hook (analysis_failure) -#}
+    {% set inline = [] %}
+    {% for member in members %}
+        {% do inline.append(member.body if (member.view.split('.')[-1] | lower) not in present
+                            else 'select * from ' ~ member.view) %}
+    {% endfor %}
+    {% set failure = backfill_safe.analysis_failure(inline | join('\nunion all\n')) %}
+    {% if failure is not none %}
+        {#- which model's audit: each alone -#}
+        {% set culprits = [] %}
+        {% for member in members %}
+            {% set error = backfill_safe.analysis_failure(inline[loop.index0]) %}
+            {% if error is not none %}
+                {% do culprits.append(member.name ~ ': ' ~ error) %}
+            {% endif %}
+        {% endfor %}
+        {{ return(backfill_safe.failing_statement(
+            view ~ " not replaced (the previous one is kept): the audit of "
+            ~ ((culprits | join('; ')) if culprits else 'the declared models: ' ~ failure)
+            ~ " (a schema change half done? `dbt run --full-refresh --select` the model)")) }}
+    {% endif %}
     {% for member in members if (member.view.split('.')[-1] | lower) not in present %}
         {% call statement('create_audit_of_' ~ member.name) %}
             create view {{ member.view }}
@@ -200,8 +227,6 @@
             {{ part.body }}
         {% endcall %}
     {% endfor %}
-    {#- the new top, analysed before the previous one is dropped (a broken one keeps it) -#}
-    {% do get_columns_in_query(top_body) %}
     {% call statement('replace_unreflected_changes_view') %}
         drop view if exists {{ view }}
     {% endcall %}
@@ -223,6 +248,7 @@
             drop view if exists {{ schema }}.{{ old }}
         {% endcall %}
     {% endfor %}
+    {{ return('') }}
 {% endmacro %}
 
 

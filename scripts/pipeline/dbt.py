@@ -34,6 +34,7 @@ class DbtError(RuntimeError):
     def __init__(self, command: list[str], failures: list[str], exception: BaseException | None = None) -> None:
         self.command = command
         self.failures = failures
+        self.exception = exception  # raised by dbt itself (not a node that failed), else None
         detail = "; ".join(failures) if failures else repr(exception)
         super().__init__(f"dbt {' '.join(command)} failed: {detail}")
 
@@ -49,6 +50,7 @@ class NodeResult:
     execution_time: float = 0.0  # seconds dbt spent executing the node
     attached_node: str | None = None  # a data test's model (unique id), else None
     generic_test: str | None = None  # a generic data test's test (`reconcile_daily_totals`), else None
+    compiled_code: str | None = None  # a data test's select of its failing rows, as dbt compiled it
 
 
 @dataclass(frozen=True)
@@ -306,6 +308,7 @@ def _node_results(result: dbtRunnerResult) -> list[NodeResult]:
             execution_time=float(getattr(item, "execution_time", 0.0) or 0.0),
             attached_node=getattr(node, "attached_node", None),
             generic_test=getattr(getattr(node, "test_metadata", None), "name", None),
+            compiled_code=getattr(node, "compiled_code", None),
         ))
     return nodes
 
