@@ -6,7 +6,10 @@
       run's start, less the overlap margin: incremental_landed_bound): every run since, not
       only the last, whether or not this model ran in between (a failed run moves no bound).
     - Backfill: the values recorded by this invocation's runs of the upstream models (the
-      same backfill restated them); the kind adds the window's keys. -#}
+      same backfill restated them), and those recorded since this model's landing bound as
+      above, so a model behind its upstream (skipped, failed or not selected since: the audit
+      lists it 'behind') is brought up to date in the same publish, the gate checking it whole;
+      the kind adds the window's keys. -#}
 {% macro model_scope_keys_select(scope) %}
     {% if not backfill_safe.is_incremental_run() %}
         {{ return(none) }}
@@ -22,7 +25,11 @@
 {#- What model_scope_keys_select answers, found once per model and invocation. -#}
 {% macro model_scope_keys_found(scope) %}
     {% set window = backfill_safe.backfill_window() %}
-    {% set bound = none if window is not none else backfill_safe.incremental_landed_bound() %}
+    {#- a backfill's too: the keys changed upstream since this model's last committed run, which
+        it may not have reached (skipped, failed, not selected: behind, in the audit) -#}
+    {% set bound_at = backfill_safe.incremental_landed_bound_at(
+        this.identifier if window is not none else none) %}
+    {% set bound = none if bound_at is none else backfill_safe.timestamp_literal(bound_at) %}
     {% if window is none and bound is none %}
         {{ return(none) }}
     {% endif %}
@@ -31,19 +38,24 @@
     {% for upstream in scope.models %}
         {% set changes = upstream.changes %}
         {% if changes | lower in recorded %}
-            {% set since = ("_invocation_id = '" ~ invocation_id ~ "'") if window is not none
-                else ("_run_started_at > " ~ bound) %}
-            {% if window is none %}
-                {#- an upstream rebuilt since: every key -#}
+            {% set since = none if bound is none else "_run_started_at > " ~ bound %}
+            {% if since is not none %}
+                {#- an upstream rebuilt since: every key (a backfill: its own keys only) -#}
                 {% set rebuilt = run_query("select count(*) from " ~ changes
                     ~ " where _change = 'rebuilt' and " ~ since).rows[0][0] %}
-                {% if rebuilt > 0 %}
+                {% if rebuilt > 0 and window is none %}
                     {{ return(none) }}
+                {% elif rebuilt > 0 %}
+                    {% set since = none %}
                 {% endif %}
+            {% endif %}
+            {% if window is not none %}
+                {% set since = "_invocation_id = '" ~ invocation_id ~ "'"
+                    ~ ((" or " ~ since) if since is not none else "") %}
             {% endif %}
             {% do branches.append("select " ~ upstream.column
                 ~ ((" as " ~ scope.key) if upstream.column != scope.key else "") ~ " from "
-                ~ changes ~ " where _change in ('old', 'new') and " ~ since) %}
+                ~ changes ~ " where _change in ('old', 'new') and (" ~ since ~ ")") %}
         {% endif %}
     {% endfor %}
     {#- no upstream recorded anything yet: no key changed -#}

@@ -191,6 +191,61 @@ def test_a_late_row_listed_for_restatement_does_not_freeze_the_aggregate_over_it
     assert wh.rows("select count(*) as n from audit.audit_unreflected_changes")[0].n == 0
 
 
+def test_a_backfill_brings_an_aggregate_behind_its_fact_up_to_date_and_its_failing_gate_names_the_dates(
+        wh: Warehouse):
+    """Issue 78: the line fact ran on a correction of order 1 (2025-01-02) and the daily revenue
+    did not (behind), and a revenue row of 2025-01-09 was changed behind the framework's back. A
+    backfill of 2025-01-10 runs the revenue on its branch with the group it was behind on, so its
+    gate (which compares every date of a model over models) fails on 2025-01-09 alone, and says
+    that date is outside what the run restated. A backfill of 2025-01-09 then publishes the
+    revenue whole: the day it was behind on included, in the same publish."""
+    from pipeline.backfill.control import Control
+    from pipeline.backfill.runner import Backfill
+
+    wh.spark.sql(f"update {REVENUE} set net_amount = 1 where order_date = date'2025-01-09'")
+    wh.land(orders=[order(1, "2025-01-02 10:00", "2025-01-10 11:00")],
+            order_items=[item(1, 1, "2025-01-10 11:00", unit_price="21.00")])
+    run(wh, "--select", "fct_order_item")
+    [fact] = wh.rows("select sum(net_amount) as a from marts.fct_order_item where order_date = date'2025-01-02'")
+    assert wh.rows(f"select net_amount from {REVENUE} where order_date = date'2025-01-02'")[0][0] != fact.a
+
+    backfill = Backfill(wh.dbt, wh.spark, Console(file=io.StringIO(), width=200))
+    run_id = backfill.start(backfill.plan("2025-01-10", "2025-01-11", "fct_order_item", 1), "another date")
+    [failed] = Control(wh.spark).runs(run_id)
+    assert failed.status == "gate_failed", failed.message
+    gate = dict(part.split(": ", 1) for part in failed.message.split(" (the run restated")[0].split("; "))
+    assert gate == {"reconcile_daily_totals_agg_daily_revenue_": "fail (1) on 2025-01-09 (outside it)",
+                    "no_unloaded_changes_agg_daily_revenue_": "fail (1) on 2025-01-09 (outside it)"}, failed.message
+    assert wh.rows(f"select net_amount from {REVENUE} version as of '{run_id}'"
+                   " where order_date = date'2025-01-02'")[0][0] == fact.a
+
+    run_id = backfill.start(backfill.plan("2025-01-09", "2025-01-10", "fct_order_item", 1), "the changed row")
+    assert backfill.status_of(run_id) == "published"
+    assert stale_aggregates(wh, SHOP_AGGREGATES) == {}
+
+
+def test_a_restatement_announces_no_figure_for_a_late_model_over_a_model_it_restates_too(wh: Warehouse):
+    """Issue 78: a late line of order 1 (beyond the fact's window) and a revenue row of
+    2025-01-09 changed by hand are restated together. The fact's figures after are announced (its
+    current state holds its rows as they will be); the revenue's are not: its current state reads
+    the line fact's table, which only the restatement changes (a team's mart announced
+    `order_cost 197.80 -> 197.80 (+0.00)` for a date the restatement then changed)."""
+    from pipeline.backfill.runner import Backfill
+
+    wh.spark.sql(f"update {REVENUE} set net_amount = 1 where order_date = date'2025-01-09'")
+    wh.land(order_items=[item(1, 1, "2025-01-05 00:00", quantity=7)])
+    run(wh, "--select", "fct_order_item")
+    backfill = Backfill(wh.dbt, wh.spark, Console(file=io.StringIO(), width=200))
+    backfill.restate_plan(None, 30)
+    impacts = {(i.model, str(i.event_date)): i for i in backfill.restate_impact(None)}
+    line = impacts[("fct_order_item", "2025-01-02")]
+    assert line.restated is not None and line.restated != line.held and line.via == ()
+    revenue = impacts[("agg_daily_revenue", "2025-01-09")]
+    assert (revenue.restated, revenue.via) == (None, ("fct_order_item",))
+    assert "recomputed from the restated fct_order_item" in "".join(
+        str(cell) for column in Backfill.impact_table([revenue]).columns for cell in column._cells)
+
+
 def report_alerts(wh: Warehouse) -> list[str]:
     """The alerts `pipeline status` and the status page show, of the audit only."""
     from pipeline.backfill.late_policy import late_by_model

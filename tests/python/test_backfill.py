@@ -172,6 +172,10 @@ def test_status_gives_each_model_the_playbooks_minimal_metrics(built: Warehouse,
     backfill.after_window = land_during
     run_id = backfill.start(backfill.plan("2025-01-02", "2025-01-04", "fct_order_item", 1), "metrics test")
     assert backfill.status_of(run_id) == "gate_failed" and landed
+    # the gate's failure names the date its reconciliation failed on, inside what the run restated
+    message = Control(built.spark).runs(run_id)[0].message
+    assert "reconcile_daily_totals_fct_order_item_: fail (1) on 2025-01-02 (in the restated window)" in message, \
+        message
     measures = "count(*) as n, sum(quantity) as q, sum(net_amount) as a"
     [mismatched] = built.rows(f"""
         select count(*) as dates from (

@@ -41,7 +41,7 @@ from pipeline import iceberg, paths
 from pipeline.backfill import late_policy
 from pipeline.backfill import plan as planning
 from pipeline.backfill.control import SCHEMA, Control, Run
-from pipeline.dbt import Dbt, DbtError
+from pipeline.dbt import Dbt, DbtError, NodeResult
 from pipeline.engine import Sql, ThriftSql
 from pipeline.manifest import (IncrementalModel, code_fingerprint, downstream_of, incremental_models, models_read,
                                tested_models, unreflected_changes_relation)
@@ -105,8 +105,9 @@ class DateImpact:
     """One event date of a model with keys late beyond their window: its row count and declared
     measures (`figures`) as the table holds them, and as the restatement will leave them. For a
     model over models the restatement reaches (`via`: the upstream models it reaches it
-    through), `restated` is None: its rows are recomputed from the restated upstream rows, which
-    only the restatement computes (recorded with the run, `pipeline status RUN_ID`); its
+    through), and for a late model whose current state reads another restated model's table
+    (`via`: those), `restated` is None: its rows are recomputed from the restated upstream rows,
+    which only the restatement computes (recorded with the run, `pipeline status RUN_ID`); its
     `event_date` is None when it has none, and the figures are then the whole table's."""
     model: str
     event_date: date | None
@@ -176,6 +177,12 @@ def _downstream_lines(rows: list) -> list[str]:
                      + "".join(f"; {r.name} {r.status} ({r.failures})" for r in failing))
     lines.extend(f"  downstream not checked: {r.detail}" for r in rows if r.resource_type == "error")
     return lines
+
+
+# the framework's reconciliation tests whose failing rows carry a date: its column
+_DATED_TESTS = {"reconcile_daily_totals": "reconciled_date",
+                "no_unloaded_changes": "coalesce(restate_date, event_date)"}
+_DATES_SHOWN = 10
 
 
 def _date_ranges(windows: list) -> list[list[str]]:
@@ -716,8 +723,13 @@ class Backfill:
         audit = self._audit(held)
         late = {r.model_name for r in self.spark.sql(f"select distinct model_name from {audit}").collect()}
         impacts: list[DateImpact] = []
+        restated = [m.name for m in incremental_models() if m.name in late and (not wanted or m.name in wanted)]
+        # a model whose current state reads another restated model's table (through its views):
+        # its current state now gives the upstream's rows as they are, not as the restatement
+        # leaves them, so what it becomes is the restatement's to compute, as a reached model's
+        reads = models_read(restated) if restated else {}
         for model in incremental_models():
-            if model.name not in late or (wanted and model.name not in wanted):
+            if model.name not in restated:
                 continue
             if not model.event_date or not model.current_state:
                 raise BackfillRefused(f"{model.name}: declares no event_date or current_state, so the cost of "
@@ -763,10 +775,12 @@ class Backfill:
                 left join late_current on late_current.d = dates.d
                 left join late_keys on late_keys.d = dates.d
                 order by dates.d""").collect()
+            via = tuple(sorted(reads.get(model.name, ())))
             for row in rows:
                 impacts.append(DateImpact(
                     model.name, row.d, int(row.keys), list(row.sample or []), tuple(names),
-                    tuple(row[f"held_{n}"] for n in names), tuple(row[f"should_{n}"] for n in names)))
+                    tuple(row[f"held_{n}"] for n in names),
+                    None if via else tuple(row[f"should_{n}"] for n in names), via))
         for reached in self.restate_reached(select, sample, held):
             impacts += self._reached_impact(reached)
         return impacts
@@ -1215,6 +1229,8 @@ class Backfill:
                     for n in tests])
                 # a test of severity warn (the volume alerts) is reported, not a reason to withhold
                 gate = [n for n in tests if n.status not in ("pass", "warn")]
+                # the dates a failing reconciliation names, read on the branch while it is set
+                dated = {n.name: self._failing_dates(run_id, n, _date_ranges(windows)) for n in gate}
                 for warned in (n for n in tests if n.status == "warn"):
                     self.console.print(f"[yellow]warning[/] {warned.name}: {warned.failures} rows")
             except BackfillRefused:
@@ -1223,7 +1239,7 @@ class Backfill:
                 control.set_status(run_id, "failed", str(error)[:2000])
                 raise
         if gate:
-            message = "; ".join(f"{n.name}: {n.status} ({n.failures})" for n in gate)
+            message = "; ".join(f"{n.name}: {n.status} ({n.failures}){dated.get(n.name, '')}" for n in gate)
             message += f" (the run restated {', '.join(f'[{s}, {e})' for s, e in _date_ranges(windows))})"
             behind = self._behind(run.models)
             if behind:
@@ -1238,6 +1254,31 @@ class Backfill:
         self._publish(control, run_id)
         self._downstream_health(control, run_id, run.models, "published")
         return run_id
+
+    def _failing_dates(self, run_id: str, test: NodeResult, ranges: list[list[str]]) -> str:
+        """' on <date> (in the restated window | outside it), ...': the dates a failing test of
+        the framework's reconciliations returns (read from its compiled select on the run's
+        branch), each against the run's [start, end) ranges; '' for any other test."""
+        column = _DATED_TESTS.get(test.generic_test or "")
+        if column is None or not test.compiled_code:
+            return ""
+        query = (f"select distinct cast({column} as string) as failing_date from ({test.compiled_code}) as failing"
+                 f" where {column} is not null order by 1 limit {_DATES_SHOWN + 1}")
+        thrift = isinstance(self.spark, ThriftSql)
+        try:
+            if thrift:  # this thread's own connection reads the branch, as the test's did
+                self.spark.conf.set("spark.wap.branch", run_id)
+            dates = [r.failing_date for r in self.spark.sql(query).collect()]
+        except Exception as error:  # noqa: BLE001 - the gate's report, not its verdict
+            return f" (its dates could not be read: {str(error).strip().splitlines()[0][:200]})"
+        finally:
+            if thrift:
+                self.spark.conf.unset("spark.wap.branch")
+        if not dates:
+            return ""
+        shown = [f"{d} ({'in the restated window' if any(s <= d < e for s, e in ranges) else 'outside it'})"
+                 for d in dates[:_DATES_SHOWN]]
+        return " on " + ", ".join(shown) + (", ..." if len(dates) > _DATES_SHOWN else "")
 
     def _behind(self, models: list[str]) -> list[tuple[str, str]]:
         """Those of `models` the restatement's audit listed as behind their upstream (problem
