@@ -16,10 +16,11 @@
     member; a backfill's window), sends
     only the rows that differ from the table, flagged `_is_deleted` (rows_to_merge), and merges
     them with guarded_merge_sql (staged, key and partition literals, no MERGE when nothing
-    changed). Around the statement, what merge_source's hooks did: the scope caches are made
+    changed). Around the statement: the scope caches are made
     first (before a backfill's branch is set, as the select's compilation made them), then a
     backfill's branch (use_backfill_branch), the model's own pre-hooks and post-hooks, the
-    watermark's advance noted (advance_watermark), the staged source dropped. -#}
+    watermark's advance noted (advance_watermark), the staged source dropped, the model's
+    `grants` applied (apply_grants; refused by name unless var grants_supported). -#}
 {% materialization backfill_safe, adapter='spark' %}
     {%- set declared = backfill_safe.declared_model(graph.nodes[model.unique_id]) -%}
     {%- set unique_key = declared.unique_key -%}
@@ -28,6 +29,16 @@
         {{ exceptions.raise_compiler_error("model " ~ model.name ~ " ("
             ~ model.original_file_path ~ "): a model materialized 'backfill_safe' documents its "
             ~ "columns in its yml (they are its table's)") }}
+    {%- endif -%}
+    {%- set grant_config = config.get('grants') -%}
+    {%- if grant_config and not var('grants_supported', false) -%}
+        {#- refused before anything is written: open-source Spark SQL parses no GRANT -#}
+        {{ exceptions.raise_compiler_error("model " ~ model.name ~ " ("
+            ~ model.original_file_path ~ "): config grants " ~ grant_config ~ " cannot be "
+            ~ "applied: open-source Spark SQL (the embedded session, a Spark Thrift Server) has "
+            ~ "no GRANT statement. Remove them for this target, or set var grants_supported: "
+            ~ "true on an engine that grants (they are then applied after each run, as "
+            ~ "dbt-spark's incremental materialization applies them)") }}
     {%- endif -%}
     {%- set existing_relation = load_relation(this) -%}
     {%- set full_build = existing_relation is none or existing_relation.is_view
@@ -112,6 +123,10 @@
         {%- endcall -%}
     {%- endif -%}
     {{ run_hooks(post_hooks) }}
+    {#- as dbt-spark's incremental: revoked first when the table was kept or replaced -#}
+    {%- if grant_config -%}
+        {%- do apply_grants(this, grant_config, should_revoke(existing_relation, full_build)) -%}
+    {%- endif -%}
     {%- do persist_docs(this, model) -%}
     {{ return({'relations': [this]}) }}
 {% endmaterialization %}
