@@ -4,7 +4,7 @@
     when every key is in scope or the model declares no scope. Every row the run writes,
     deletes or matches belongs to one of those keys, and its event date (the table's or the new
     one) is the date of one of their versions, so the predicate keeps the MERGE exact while
-    Iceberg plans only those partitions' files: merge_source's read of the table and the
+    Iceberg plans only those partitions' files: rows_to_merge's read of the table and the
     MERGE's ON clause (guarded_merge_sql) both take it. Literals, not a subquery: Iceberg
     prunes files at planning time only on predicates it is given as values. Called after
     scope_keys_cached made the run's cached views (by the select, after it, and by the MERGE). -#}

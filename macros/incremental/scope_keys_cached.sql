@@ -3,7 +3,7 @@
     (scope_keys_relation), and views of the landed versions of those keys in each direct source
     and of the members they name in each lookup (scope_versions_relation, read by
     versions_in_scope), and returns the subquery of the keys (scope_keys_cache_subquery),
-    which the model's select, merge_source's read of the table (scope_existing_rows) and the
+    which the model's select, rows_to_merge's read of the table (scope_existing_rows) and the
     event dates (scope_event_dates) all take.
     - The changed keys (scope_keys_select) and their versions are shared by the models of one dbt
       invocation that compute the same ones (scope_shared_relations: the same domain,

@@ -1,7 +1,7 @@
 {#- The keys a run of a model with a declared scope (scope_of_model) must recompute, as a SQL
     subquery of its scope key over its landed sources (every version, quarantined ones too: a
     superset is harmless, since each key in it is recomputed from all its versions and
-    merge_source sends only rows that differ), or none when every key is in scope (full build,
+    rows_to_merge sends only rows that differ), or none when every key is in scope (full build,
     full refresh, no watermark yet). The model inlines its current state restricted to these
     keys, so a daily run ranks and joins the versions of the keys its changes reach instead of
     the whole history; scope_predicate then picks the rows as before. Each branch filters a

@@ -2,7 +2,7 @@
     on_schema_change is not `ignore`: `fail` stops the run on any difference, and dbt allows a
     model contract on an incremental model only with `fail` or `append_new_columns`. The select
     of a model of the framework's kind (is_framework_model) carries one column the table has not:
-    `_is_deleted`, the flag merge_source sends and guarded_merge_sql turns into DELETE, never
+    `_is_deleted`, the flag rows_to_merge sends and guarded_merge_sql turns into DELETE, never
     written. This check leaves that flag out and compares the rest as dbt does (names, then data
     types), so a framework model can declare `on_schema_change: fail` and an enforced contract:
     its columns and types are checked when its table is created (the contract) and on every

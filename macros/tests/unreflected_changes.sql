@@ -8,7 +8,7 @@
     A key differs when it is live in the current state but absent from the table ('missing'),
     deleted there but present in the table ('not deleted'), or present with any column that is
     not the current state's ('stale'; compared null-safe over every column of the table, as
-    merge_source does, and named in `differing_columns`). Content, not `updated_at`: a row's
+    rows_to_merge does, and named in `differing_columns`). Content, not `updated_at`: a row's
     `updated_at` is the greatest of its inputs' update times, so a late version of one input is
     hidden when another input of the same row changed later inside the window and was loaded
     (a sibling line's deletion raises the order's `updated_at`; a header change raises its
