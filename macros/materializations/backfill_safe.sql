@@ -31,7 +31,7 @@
             ~ "columns in its yml (they are its table's)") }}
     {%- endif -%}
     {%- set grant_config = config.get('grants') -%}
-    {%- if grant_config and not var('grants_supported', false) -%}
+    {%- if grant_config and (var('grants_supported', false) | string | lower) != 'true' -%}
         {#- refused before anything is written: open-source Spark SQL parses no GRANT -#}
         {{ exceptions.raise_compiler_error("model " ~ model.name ~ " ("
             ~ model.original_file_path ~ "): config grants " ~ grant_config ~ " cannot be "
@@ -122,11 +122,12 @@
             {{ drop_staged }}
         {%- endcall -%}
     {%- endif -%}
-    {{ run_hooks(post_hooks) }}
-    {#- as dbt-spark's incremental: revoked first when the table was kept or replaced -#}
+    {#- as dbt-spark's incremental, before the post-hooks (a grant one makes is kept): revoked
+        first when the table was kept or replaced -#}
     {%- if grant_config -%}
         {%- do apply_grants(this, grant_config, should_revoke(existing_relation, full_build)) -%}
     {%- endif -%}
+    {{ run_hooks(post_hooks) }}
     {%- do persist_docs(this, model) -%}
     {{ return({'relations': [this]}) }}
 {% endmaterialization %}

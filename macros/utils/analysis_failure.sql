@@ -1,11 +1,17 @@
-{#- Why Spark cannot analyse `sql` (a select), or none when it can: one `explain`, which
-    returns an analysis error as its text instead of raising it. For a hook's work done while
+{#- Why Spark cannot analyse or plan `sql` (a select), or none when it can: one `explain`,
+    which returns such an error as its text instead of raising it. For a hook's work done while
     dbt compiles it: an error raised there stops dbt with "Exited because of keyboard interrupt"
     and ERROR=0 in its summary, where a failing statement the hook returns (failing_statement)
     is reported as the hook's error. -#}
 {% macro analysis_failure(sql) %}
     {% set plan = run_query('explain ' ~ sql) %}
-    {% set text = (plan.rows[0][0] if plan is not none and plan.rows | length > 0 else '') ~ '' %}
+    {% set rows = plan.rows if plan is not none else [] %}
+    {% set text = (rows[0][0] if rows | length > 0 else '') ~ '' %}
+    {#- an error of planning other than analysis: 'Error occurred during query planning: ',
+        then the error's lines, one a row -#}
+    {% if text.startswith('Error occurred during query planning') %}
+        {{ return(((rows[1][0] if rows | length > 1 else text) ~ '') | trim) }}
+    {% endif %}
     {% set error = modules.re.search(
         '^== Physical Plan ==\\s*\\n\\s*[\\w.$]*(Exception|Error): ?(.*)', text) %}
     {{ return(error.group(2).split(';')[0] | trim if error is not none else none) }}

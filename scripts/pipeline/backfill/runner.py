@@ -182,7 +182,7 @@ def _downstream_lines(rows: list) -> list[str]:
 # the framework's reconciliation tests whose failing rows carry a date: its column
 _DATED_TESTS = {"reconcile_daily_totals": "reconciled_date",
                 "no_unloaded_changes": "coalesce(restate_date, event_date)"}
-_DATES_SHOWN = 10
+_DATES_SHOWN = 5  # a gate's message is kept to 2,000 characters
 
 
 def _date_ranges(windows: list) -> list[list[str]]:
@@ -1270,7 +1270,8 @@ class Backfill:
                 self.spark.conf.set("spark.wap.branch", run_id)
             dates = [r.failing_date for r in self.spark.sql(query).collect()]
         except Exception as error:  # noqa: BLE001 - the gate's report, not its verdict
-            return f" (its dates could not be read: {str(error).strip().splitlines()[0][:200]})"
+            first = (str(error).strip().splitlines() or [repr(error)])[0]
+            return f" (its dates could not be read: {first[:200].replace(';', ',')})"
         finally:
             if thrift:
                 self.spark.conf.unset("spark.wap.branch")
