@@ -64,6 +64,7 @@
         {%- call statement('main') -%}
             {{ create_table_as(False, this, rows) }}
         {%- endcall -%}
+        {%- do backfill_safe.check_event_date_type(declared, this) -%}
         {%- do persist_constraints(this, model) -%}
         {%- do backfill_safe.kind_table_properties(this) -%}
         {%- do backfill_safe.record_model_rebuilt(this) -%}
@@ -318,6 +319,28 @@
     did not: a backfill writes to a branch of the table (write.wap.enabled; spark.wap.branch
     is silently ignored without it), and a daily MERGE writes its changed rows and delete
     files (merge-on-read) instead of rewriting every data file that holds a changed row. -#}
+{#- A full build's table, refused (dropped, so the next run builds it again and is refused
+    again) when the declared event date is not a DATE column: restate, backfill windows and the
+    audit's dates compare it with dates, and a timestamp failed only there, late (`pipeline
+    restate` exited 2 after printing its plan). One describe, on full builds only. -#}
+{% macro check_event_date_type(declared, relation) %}
+    {% if not declared.event_date %}
+        {{ return(none) }}
+    {% endif %}
+    {% set found = adapter.get_columns_in_relation(relation)
+        | selectattr('name', 'equalto', declared.event_date) | map(attribute='data_type')
+        | list %}
+    {% if found and found[0] | lower != 'date' %}
+        {% do adapter.drop_relation(relation.incorporate(type='table')) %}
+        {{ exceptions.raise_compiler_error("model " ~ model.name ~ " ("
+            ~ model.original_file_path ~ "): config.meta.backfill_safe event_date '"
+            ~ declared.event_date ~ "' is a " ~ found[0] ~ " column; it must be a DATE (cast it "
+            ~ "in the select: cast(... as date) as " ~ declared.event_date ~ "). The table was "
+            ~ "not kept") }}
+    {% endif %}
+{% endmacro %}
+
+
 {% macro kind_table_properties(relation) %}
     {% set wanted = {'write.wap.enabled': 'true', 'write.merge.mode': 'merge-on-read',
                      'write.update.mode': 'merge-on-read', 'write.delete.mode': 'merge-on-read'} %}
