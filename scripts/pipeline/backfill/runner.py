@@ -723,14 +723,13 @@ class Backfill:
         audit = self._audit(held)
         late = {r.model_name for r in self.spark.sql(f"select distinct model_name from {audit}").collect()}
         impacts: list[DateImpact] = []
-        restated = [m.name for m in incremental_models() if m.name in late and (not wanted or m.name in wanted)]
+        models = [m for m in incremental_models() if m.name in late and (not wanted or m.name in wanted)]
+        restated = [m.name for m in models]
         # a model whose current state reads another restated model's table (through its views):
         # its current state now gives the upstream's rows as they are, not as the restatement
         # leaves them, so what it becomes is the restatement's to compute, as a reached model's
         reads = models_read(restated) if restated else {}
-        for model in incremental_models():
-            if model.name not in restated:
-                continue
+        for model in models:
             if not model.event_date or not model.current_state:
                 raise BackfillRefused(f"{model.name}: declares no event_date or current_state, so the cost of "
                                       "its late rows cannot be figured per date")
