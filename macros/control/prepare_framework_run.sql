@@ -5,8 +5,9 @@
     sources), so a typo stops the run with the model and the key named instead of surfacing in a
     test or the on-run-end hook after the models built. Then,
     when the invocation selects a model of the framework's kind or a test of one, creates the
-    control tables (ensure_control_tables) and installs the listener that tells record_scans the
-    partitions each statement planned (install_scan_partitions). A run of plain dbt models only sends no statement:
+    control tables (ensure_control_tables), installs the listener that tells record_scans the
+    partitions each statement planned (install_scan_partitions), makes the scratch schema and
+    lists the change records, once for all the models that stage and record. A run of plain dbt models only sends no statement:
     the framework stays out of the way of a team's other models. -#}
 {% macro prepare_framework_run() %}
     {% if not execute %}
@@ -35,6 +36,12 @@
     {% if needed %}
         {% do backfill_safe.ensure_control_tables() %}
         {% do backfill_safe.install_scan_partitions() %}
+        {#- once for every model of the invocation: the schema their runs stage their rows to
+            merge in (stage_merge_source), and the listing of the change records
+            (recorded_change_tables), which the facts that record and the models over models
+            read -#}
+        {% do backfill_safe.ensure_scratch_schema() %}
+        {% do backfill_safe.recorded_change_tables() %}
     {% endif %}
     {{ return('') }}
 {% endmacro %}

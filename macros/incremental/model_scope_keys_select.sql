@@ -34,6 +34,22 @@
         {{ return(none) }}
     {% endif %}
     {% set recorded = backfill_safe.recorded_change_tables() %}
+    {#- one statement for every upstream: its rebuilds and its changed rows since the bound -#}
+    {% set counted = {} %}
+    {% set counts = [] %}
+    {% for upstream in scope.models if bound is not none and upstream.changes | lower in recorded %}
+        {% do counts.append("select '" ~ upstream.changes ~ "', count_if(_change = 'rebuilt'), "
+            ~ "count_if(_change in ('old', 'new')) from " ~ upstream.changes
+            ~ " where _run_started_at > " ~ bound) %}
+    {% endfor %}
+    {% for row in (run_query(counts | join('\nunion all\n')).rows if counts else []) %}
+        {% do counted.update({row[0]: {'rebuilt': row[1], 'changed': row[2]}}) %}
+    {% endfor %}
+    {#- a daily run: whether its upstreams changed anything, for nothing_changed_upstream -#}
+    {% if window is none %}
+        {% do backfill_safe.invocation_store('upstream_changed_rows').update({this.identifier:
+            counted.values() | sum(attribute='changed')}) %}
+    {% endif %}
     {% set branches = [] %}
     {% for upstream in scope.models %}
         {% set changes = upstream.changes %}
@@ -41,8 +57,7 @@
             {% set since = none if bound is none else "_run_started_at > " ~ bound %}
             {% if since is not none %}
                 {#- an upstream rebuilt since: every key (a backfill: its own keys only) -#}
-                {% set rebuilt = run_query("select count(*) from " ~ changes
-                    ~ " where _change = 'rebuilt' and " ~ since).rows[0][0] %}
+                {% set rebuilt = counted[changes].rebuilt %}
                 {% if rebuilt > 0 and window is none %}
                     {{ return(none) }}
                 {% elif rebuilt > 0 %}
@@ -65,15 +80,21 @@
 
 
 {#- The change records that exist (model_changes_relation), as lower-case
-    '<schema>.<table>' names; asked once per model run. -#}
+    '<schema>.<table>' names: listed once per dbt invocation, and kept up to date by
+    create_model_changes when a run of this invocation creates one. The models over models, the
+    facts that record changes and the on-run-end audit all ask; one statement answers them. -#}
 {% macro recorded_change_tables() %}
-    {% set schema = var('control_schema', 'control') %}
-    {% set found = [] %}
-    {% for row in run_query("show tables in " ~ backfill_safe.validated_identifier(schema)
-        ~ " like '*__changes'").rows %}
-        {% do found.append((schema ~ '.' ~ row[1]) | lower) %}
-    {% endfor %}
-    {{ return(found) }}
+    {% set listed = backfill_safe.invocation_store('recorded_change_tables') %}
+    {% if 'tables' not in listed %}
+        {% set schema = var('control_schema', 'control') %}
+        {% set found = [] %}
+        {% for row in run_query("show tables in " ~ backfill_safe.validated_identifier(schema)
+            ~ " like '*__changes'").rows %}
+            {% do found.append((schema ~ '.' ~ row[1]) | lower) %}
+        {% endfor %}
+        {% do listed.update({'tables': found}) %}
+    {% endif %}
+    {{ return(listed['tables']) }}
 {% endmacro %}
 
 
@@ -87,6 +108,11 @@
     {% set keys = backfill_safe.model_scope_keys_select(scope) %}
     {% if keys is none %}
         {{ return(false) }}
+    {% endif %}
+    {#- counted as the keys were found (model_scope_keys_found), in the same statement -#}
+    {% set counted = backfill_safe.invocation_store('upstream_changed_rows').get(this.identifier) %}
+    {% if counted is not none %}
+        {{ return(counted == 0) }}
     {% endif %}
     {% set found = backfill_safe.memoized_rows("select count(*) from (select 1 from (" ~ keys
         ~ ") as changed limit 1) as probe /* " ~ this ~ " */")[0][0] %}
@@ -121,9 +147,11 @@
     {% if rows | length == 0 %}
         {{ return("null") }}
     {% endif %}
+    {#- the key's type only when a value came back as text (a Thrift Server's): one describe -#}
     {% set data_type = (adapter.get_columns_in_relation(this)
         | selectattr('name', 'equalto', key) | map(attribute='data_type') | list
-        + ['string'])[0] | lower %}
+        + ['string'])[0] | lower if rows | map(attribute=0) | select('string') | list
+        else 'string' %}
     {% set literals = [] %}
     {% for value in rows | map(attribute=0) | sort %}
         {% set literal = backfill_safe.sql_literal(value) %}

@@ -103,8 +103,14 @@
 
 {#- Creates the change records `changes` of `target` (the model's table) when missing, or
     anew (`replace`): the model's columns after _change, _invocation_id, _run_started_at,
-    partitioned by the day of the run's start (a reader reads the days after its bound). -#}
+    partitioned by the day of the run's start (a reader reads the days after its bound). Missing
+    is known from the invocation's listing (recorded_change_tables): a daily run whose records
+    exist sends nothing here. -#}
 {% macro create_model_changes(changes, target, replace) %}
+    {% set recorded = backfill_safe.recorded_change_tables() %}
+    {% if not replace and (changes | lower) in recorded %}
+        {{ return(none) }}
+    {% endif %}
     {% call statement('create_control_schema', fetch_result=false) %}
         create schema if not exists {{ var('control_schema', 'control') }}
     {% endcall %}
@@ -126,4 +132,7 @@
         from {{ target }} as recorded
         where false
     {% endcall %}
+    {% if (changes | lower) not in recorded %}
+        {% do recorded.append(changes | lower) %}
+    {% endif %}
 {% endmacro %}

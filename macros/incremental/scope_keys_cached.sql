@@ -10,10 +10,14 @@
       watermark, landing bound and declaration, so the same SQL): in the shop, fct_order_item
       and fct_orders each read every raw file holding a version of one of the orders (the key
       is not clustered), and the second model now reads the first's cache instead.
+    - A model whose keys are the shared ones (every backfill; a daily run whose table has no
+      awaiting row outside them: most days) reads the shared views themselves
+      (invocation_store('scope_relations'), which scope_keys_relation and
+      scope_versions_relation answer from) and caches nothing of its own.
     - A daily run adds the keys of the table's rows for which the scope's `awaiting` is true
-      (pointing to an unknown member) to the model's own scope; the versions of those not
-      among the changed keys are read from the sources and cached with the shared ones (none
-      on most days).
+      (pointing to an unknown member) to the model's own scope; then the model caches its own
+      keys, and its versions: the shared ones and those only the added keys reach, read from
+      the sources.
     Without any cache, each reference to the scope inside the select and each pass of the MERGE
     evaluated the source scans again (measured at 1M shop lines: 24 scans of raw.order_items in
     one MERGE). The cached views are hash-partitioned on their key (`REPARTITION(key)`: a
@@ -57,22 +61,32 @@
     {% set key = scope.key %}
     {% set shared = backfill_safe.scope_shared_cache(scope, changed) %}
     {% set awaiting = scope.awaiting if backfill_safe.backfill_window() is none else none %}
+    {#- one statement for two counts: the keys only the table's awaiting rows bring, and the
+        awaiting rows themselves (none on most days: scope_predicate then leaves out its read of
+        the table for them) -#}
+    {% set waiting %}
+        select waiting.{{ key }} from (select {{ key }} from {{ this }} where {{ awaiting }}) as waiting
+        left anti join {{ shared.changed }} as changed on waiting.{{ key }} = changed.{{ key }}
+    {% endset %}
+    {% set counts = run_query("select (select count(*) from (" ~ waiting ~ ")), (select "
+        ~ "count(*) from " ~ this ~ " where " ~ awaiting ~ ")").rows[0] if awaiting else [0, 0] %}
+    {% do backfill_safe.invocation_store('awaiting_rows').update({this.identifier: counts[1]}) %}
+    {% if counts[0] == 0 %}
+        {#- the run's keys are the shared ones (most days, every backfill): the model reads the
+            shared views themselves, and caches nothing of its own -#}
+        {% do backfill_safe.invocation_store('scope_relations').update({this.identifier: {
+            'keys': shared.changed, 'versions': shared.versions}}) %}
+        {{ return(backfill_safe.scope_keys_cache_subquery()) }}
+    {% endif %}
+    {#- keys only the awaiting rows bring: the model's own views, the shared keys and versions
+        plus those only they reach (their keys' versions; the members only their versions name).
+        Direct sources first: the lookups' members are read from their views. -#}
     {% set relation = backfill_safe.cache_scope_keys(
         'select ' ~ key ~ ' from ' ~ shared.changed, key, awaiting) %}
     {% set not_shared %}
         select scoped.{{ key }} from {{ relation }} as scoped
         left anti join {{ shared.changed }} as changed on scoped.{{ key }} = changed.{{ key }}
     {% endset %}
-    {#- one statement for two counts: the keys only the awaiting rows bring, and the awaiting
-        rows themselves (none on most days: scope_predicate then leaves out its read of the
-        table for them, about 1.5 s of fct_order_item's staged source at 1M lines) -#}
-    {% set counts = run_query("select (select count(*) from (" ~ not_shared ~ ")), (select "
-        ~ "count(*) from " ~ this ~ " where " ~ awaiting ~ ")").rows[0] if awaiting else [0, 0] %}
-    {% set extra = counts[0] > 0 %}
-    {% do backfill_safe.invocation_store('awaiting_rows').update({this.identifier: counts[1]}) %}
-    {#- each table's versions: the shared ones, plus, with extra keys, those only they reach
-        (their keys' versions; the members only their versions name). Direct sources first:
-        the lookups' members are read from their views. -#}
     {% for table in scope.direct + scope.lookups %}
         {% if table in scope.direct %}
             {% set column, keys = backfill_safe.scope_key_column(scope, table), not_shared %}
@@ -86,16 +100,12 @@
         {% call statement('create_scope_versions_view', fetch_result=false) %}
             create or replace temporary view {{ backfill_safe.scope_versions_relation(table.source_name, table.table) }} as
             select * from {{ shared.versions[table.name] }}
-            {%- if extra %}
             union all
             select * from {{ source(table.source_name, table.table) }} where {{ column }} in ({{ keys }})
-            {%- endif %}
         {% endcall %}
-        {% if extra %}
-            {% call statement('cache_scope_versions', fetch_result=false) %}
-                cache table {{ backfill_safe.scope_versions_relation(table.source_name, table.table) }}
-            {% endcall %}
-        {% endif %}
+        {% call statement('cache_scope_versions', fetch_result=false) %}
+            cache table {{ backfill_safe.scope_versions_relation(table.source_name, table.table) }}
+        {% endcall %}
     {% endfor %}
     {{ return(backfill_safe.scope_keys_cache_subquery()) }}
 {% endmacro %}
@@ -165,13 +175,14 @@
         {% endcall %}
     {% endfor %}
     {% set key = scope.key %}
-    {% call statement('create_shared_scope_view', fetch_result=false) %}
-        create or replace temporary view {{ shared.changed }} as
-        select /*+ REPARTITION({{ key }}) */ {{ key }} from ({{ changed }}) as changed
-    {% endcall %}
-    {% call statement('scope_shared_cache', fetch_result=false) %}
-        cache table {{ shared.changed }}
-    {% endcall %}
+    {#- one statement each (`cache table ... as select`): the names are this invocation's, and
+        only those not found are made -#}
+    {% if shared.changed not in found %}
+        {% call statement('scope_shared_cache', fetch_result=false) %}
+            cache table {{ shared.changed }} as
+            select /*+ REPARTITION({{ key }}) */ {{ key }} from ({{ changed }}) as changed
+        {% endcall %}
+    {% endif %}
     {#- the versions of those keys, read once: the select refers to the versions of the scope's
         keys several times (staging, current state, the members they name), and each reference
         was a scan of the whole landed table (the key is not clustered: nothing to prune); and
@@ -179,7 +190,7 @@
         whether each customer arrived (fct_orders twice: for its orders and for its lines), and
         each lookup was a scan of every customer version. Direct sources first: the members are
         read from their views. -#}
-    {% for table in scope.direct + scope.lookups %}
+    {% for table in scope.direct + scope.lookups if shared.versions[table.name] not in found %}
         {% if table in scope.direct %}
             {% set column = backfill_safe.scope_key_column(scope, table) %}
             {% set keys = 'select ' ~ key ~ ' from ' ~ shared.changed %}
@@ -188,13 +199,10 @@
             {% set keys = 'select ' ~ column ~ ' from '
                 ~ shared.versions[table.named_by.source_name ~ '.' ~ table.named_by.table] %}
         {% endif %}
-        {% call statement('create_shared_versions_view', fetch_result=false) %}
-            create or replace temporary view {{ shared.versions[table.name] }} as
+        {% call statement('cache_shared_versions', fetch_result=false) %}
+            cache table {{ shared.versions[table.name] }} as
             select /*+ REPARTITION({{ column }}) */ * from {{ source(table.source_name, table.table) }}
             where {{ column }} in ({{ keys }})
-        {% endcall %}
-        {% call statement('cache_shared_versions', fetch_result=false) %}
-            cache table {{ shared.versions[table.name] }}
         {% endcall %}
     {% endfor %}
     {{ return(shared) }}

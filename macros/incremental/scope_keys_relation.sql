@@ -1,13 +1,21 @@
-{#- The session's temporary view of this model's keys in scope (scope_keys_cached). -#}
+{#- The session's temporary view of this model's keys in scope (scope_keys_cached): the
+    invocation's shared view of the changed keys when the run's keys are those
+    (invocation_store('scope_relations')), else the model's own. -#}
 {% macro scope_keys_relation() %}
-    {{ return('scope_keys__' ~ backfill_safe.validated_identifier(this.identifier)) }}
+    {% set shared = backfill_safe.invocation_store('scope_relations').get(this.identifier) %}
+    {{ return(shared['keys'] if shared
+        else 'scope_keys__' ~ backfill_safe.validated_identifier(this.identifier)) }}
 {% endmacro %}
 
 {#- The session's temporary view of the landed versions of landed table `source_name`.`table`
     that this model's run reads (scope_keys_cached makes it, versions_in_scope reads it): those
     of its keys in scope for a direct source of its scope, those of the members the versions
-    in scope name for a lookup. -#}
+    in scope name for a lookup. The shared view when the run's keys are the shared ones. -#}
 {% macro scope_versions_relation(source_name, table) %}
+    {% set shared = backfill_safe.invocation_store('scope_relations').get(this.identifier) %}
+    {% if shared %}
+        {{ return(shared['versions'][source_name ~ '.' ~ table]) }}
+    {% endif %}
     {{ return('scope_versions__' ~ backfill_safe.validated_identifier(source_name) ~ '__'
         ~ backfill_safe.validated_identifier(table) ~ '__' ~ backfill_safe.validated_identifier(this.identifier)) }}
 {% endmacro %}

@@ -14,18 +14,26 @@
         {{ return(none) }}
     {% endif %}
     {% set staged = backfill_safe.staged_merge_source_relation() %}
-    {#- statements, not run_query: DDL returns no rows, which run_query fails on through Thrift -#}
-    {% call statement('create_scratch_schema', fetch_result=false) %}
-        create schema if not exists {{ staged.split('.')[0] }}
-    {% endcall %}
-    {% call statement('drop_staged_merge_source', fetch_result=false) %}
-        drop table if exists {{ staged }}
-    {% endcall %}
+    {#- no table of this name exists before: it is this invocation's, dropped after the MERGE -#}
+    {% do backfill_safe.ensure_scratch_schema() %}
     {% call statement('stage_merge_source', fetch_result=false) %}
         create table {{ staged }} using parquet as {{ rows }}
     {% endcall %}
     {{ return(api.Relation.create(schema=staged.split('.')[0], identifier=staged.split('.')[1],
                                   type='table')) }}
+{% endmacro %}
+
+{#- The schema of the staged MERGE sources (stage_merge_source), made once per dbt invocation
+    (the on-run-start hook makes it when the invocation runs a model of the kind). A statement,
+    not run_query: DDL returns no rows, which run_query fails on through Thrift. -#}
+{% macro ensure_scratch_schema() %}
+    {% set made = backfill_safe.invocation_store('scratch_schema') %}
+    {% if not made %}
+        {% call statement('create_scratch_schema', fetch_result=false) %}
+            create schema if not exists scratch
+        {% endcall %}
+        {% do made.update({'made': true}) %}
+    {% endif %}
 {% endmacro %}
 
 {#- The staged MERGE source of this model in this dbt invocation: one per model and invocation,

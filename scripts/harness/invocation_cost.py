@@ -74,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--state", type=Path, required=True, help="the warehouse's folder (made if missing)")
     parser.add_argument("--runs", type=int, default=3, help="pairs of runs (idle, one order)")
+    parser.add_argument("--statements", action="store_true", help="list each statement of the last runs")
     parser.add_argument("--json", type=Path, help="write the runs and the last runs' statement budgets here")
     args = parser.parse_args(argv)
     state = args.state.resolve()
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                 started = time.perf_counter()
                 nodes = dbt.invoke(*command)
                 wall = time.perf_counter() - started
-            budgets[kind] = budget.report(nodes)  # the last run of each kind
+            budgets[kind] = {**budget.report(nodes), "statements": budget.statements}  # the last of each kind
             hooks, models = _hooks(state / "target")
             runs.append({"run": kind, "wall": wall, **hooks})
             per_model.append((kind, models))
@@ -131,6 +132,11 @@ def main(argv: list[str] | None = None) -> int:
                           sorted(medians.items(), key=lambda item: -item[1])))
     for kind, report in budgets.items():
         print("\n".join(["", *markdown(report, f"Statement budget of the last {kind} run")]))
+    if args.statements:
+        for kind, report in budgets.items():
+            print(f"\nStatements of the last {kind} run, per node (class, seconds, text cut at 160):")
+            for s in report["statements"]:
+                print(f"  {s['node'].split('.')[-1]:<28} {s['class']:<13} {s['seconds']:6.2f}  {s['sql']}")
     if args.json:
         args.json.write_text(json.dumps({"runs": runs, "budgets": budgets}, indent=2))
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Callable
 from datetime import UTC, datetime
@@ -304,6 +305,21 @@ class MainJobRun:
     output: str  # what it printed
     checksums: dict[str, tuple]  # mart_checksums right after it
     columns: dict[str, list[str]]  # each shop mart's table columns
+
+
+def scope_relations(model: str, tables: tuple[str, ...] = ()) -> dict[str, str]:
+    """The session's temporary views the model's last incremental run read its scope from
+    (scope_keys_cached), as its staged rows to merge name them in the latest invocation: `keys`,
+    and the versions of each landed table of `tables` ('<source>.<table>'). The invocation's
+    shared views (`scope_shared_*`) when the run's keys were the shared ones, else the model's own
+    (`scope_keys__<model>`, `scope_versions__<source>__<table>__<model>`)."""
+    [staged] = [s for s in last_invocation_statements() if f"create table scratch.{model}__merge_source_" in s]
+    found = {"keys": re.search(rf"\bfrom (scope_keys__{model}|scope_shared_changed__\w+)\b", staged).group(1)}
+    for name in tables:
+        source, table = name.split(".")
+        found[name] = re.search(rf"\b(scope_versions__{source}__{table}__{model}"
+                                rf"|scope_shared_versions_{source}_{table}__\w+)\b", staged).group(1)
+    return found
 
 
 def shared_scope_views(wh: "Warehouse") -> list[str]:

@@ -29,7 +29,7 @@ import pytest
 
 from domains import SHOP_ONLY
 from helpers import (SHOP_MARTS, Warehouse, customer, item, last_invocation_statements, order, product,
-                     shared_scope_views, ts)
+                     scope_relations, shared_scope_views, ts)
 from pipeline import iceberg
 
 # a module with a build of its own: scripts/test.sh runs it in the second process, beside the
@@ -127,22 +127,25 @@ def scenario(spark, dbt, tmp_path_factory) -> Scenario:
     s.merge_sql = {fact: (run_folder / f"{fact}.sql").read_text() for fact in ("fct_order_item", "fct_orders")}
     compiled_folder = Path(os.environ["DBT_TARGET_PATH"]) / "compiled" / "backfill_safe" / "models" / "marts"
     s.compiled_sql = {fact: (compiled_folder / f"{fact}.sql").read_text() for fact in ("fct_order_item", "fct_orders")}
-    # the run's scope, as scope_keys_cached cached it in this (the embedded engine's) session
-    s.scope_orders = {fact: sorted(r.order_id for r in wh.rows(f"select order_id from scope_keys__{fact}"))
-                      for fact in ("fct_order_item", "fct_orders")}
+    # the run's scope, as scope_keys_cached cached it in this (the embedded engine's) session:
+    # the views each fact's staged rows read (the invocation's shared ones, or its own)
+    s.scope_views = {fact: scope_relations(fact, ("shop.orders", "shop.order_items", "shop.customers"))
+                     for fact in ("fct_order_item", "fct_orders")}
+    s.scope_orders = {fact: sorted(r.order_id for r in wh.rows(f"select order_id from {views['keys']}"))
+                      for fact, views in s.scope_views.items()}
     # the raw versions of those orders, as scope_keys_cached cached them, against raw itself
     s.scope_versions = {
         (fact, table): tuple(sorted(map(repr, wh.rows(query))) for query in (
-            f"select * from scope_versions__shop__{table}__{fact}",
-            f"select * from raw.{table} where order_id in (select order_id from scope_keys__{fact})"))
-        for fact in ("fct_order_item", "fct_orders") for table in ("orders", "order_items")}
+            f"select * from {views['shop.' + table]}",
+            f"select * from raw.{table} where order_id in (select order_id from {views['keys']})"))
+        for fact, views in s.scope_views.items() for table in ("orders", "order_items")}
     # the versions of the customers those orders' versions name, cached, against raw
     s.scope_versions.update({
         (fact, "customers"): tuple(sorted(map(repr, wh.rows(query))) for query in (
-            f"select * from scope_versions__shop__customers__{fact}",
+            f"select * from {views['shop.customers']}",
             "select * from raw.customers where customer_id in"
-            f" (select customer_id from raw.orders where order_id in (select order_id from scope_keys__{fact}))"))
-        for fact in ("fct_order_item", "fct_orders")})
+            f" (select customer_id from raw.orders where order_id in (select order_id from {views['keys']}))"))
+        for fact, views in s.scope_views.items()})
     # the changed orders and their raw versions as the two facts shared them (scope_shared_cache)
     s.shared_views = shared_scope_views(wh)
     s.scratch_after = [row.tableName for row in wh.rows("show tables in scratch") if not row.isTemporary] \
@@ -294,7 +297,7 @@ def test_facts_compare_with_their_table_only_for_the_orders_in_scope(scenario):
         [sql] = [s for s in scenario.build_statements
                  if f"create table scratch.{fact}__merge_source_" in s and ") as existing" in s]
         existing = sql[max(0, sql.index(") as existing") - 400):sql.index(") as existing")]
-        assert f"and order_id in (select order_id from scope_keys__{fact})" in existing, sql
+        assert f"and order_id in (select order_id from {scenario.scope_views[fact]['keys']})" in existing, sql
 
 
 def test_facts_read_the_raw_versions_of_their_orders_and_customers_once(scenario):
@@ -304,7 +307,7 @@ def test_facts_read_the_raw_versions_of_their_orders_and_customers_once(scenario
     for fact, sql in scenario.compiled_sql.items():
         assert "raw.order_items" not in sql and "raw.orders" not in sql and "raw.customers" not in sql, fact
         for table in ("orders", "order_items", "customers"):
-            assert f"scope_versions__shop__{table}__{fact}" in sql, (fact, table)
+            assert scenario.scope_views[fact]["shop." + table] in sql, (fact, table)
     for (fact, table), (cached, raw) in scenario.scope_versions.items():
         assert cached == raw and len(cached) > 0, (fact, table)
 
@@ -325,9 +328,11 @@ def test_each_control_question_is_asked_once_per_run_whichever_model_asks_it(sce
     assert models_reads == ["select pipeline_name, watermark_ts, last_run_started_at from control.etl_watermark"]
     asked = []
     for fact, landed_table in (("fct_order_item", "raw.order_items"), ("fct_orders", "raw.orders")):
-        mine = [s for s in statements if f'"node_id": "model.backfill_safe.{fact}"' in s]
-        question = f"select distinct date_format(ordered_at, 'yyyy-MM-dd') as event_date from scope_versions__shop__orders__{fact}"
-        assert sum(question in statement for statement in mine) == 1, (fact, question)
+        # its scope's order dates: asked once in the invocation (by the first fact to ask, when
+        # both read the shared versions)
+        question = ("select distinct date_format(ordered_at, 'yyyy-MM-dd') as event_date from "
+                    f"{scenario.scope_views[fact]['shop.orders']} ")
+        assert sum(question in statement for statement in statements) == 1, (fact, question)
         # whether anything landed: one read of every source's latest landing for the whole run
         for question in (f"as latest from {landed_table} where _loaded_at >",
                          "select date_format(min(updated_at), 'yyyy-MM-dd HH:mm:ss.SSSSSS') from raw.products"):

@@ -17,7 +17,8 @@ from pipeline.dbt import DbtError
 from pipeline.maintain import maintain
 from pipeline.warehouse import relations
 from harness.statement_budget import StatementBudget
-from helpers import Warehouse, customer, driver, item, last_invocation_statements, order, product, trip, ts
+from helpers import (Warehouse, customer, driver, item, last_invocation_statements, order, product,
+                     scope_relations, trip, ts)
 
 
 def naive(text: str):
@@ -279,7 +280,7 @@ def test_conflicting_versions_later_than_every_loadable_one_do_not_move_the_wate
 
 def scope_orders(warehouse: Warehouse, fact: str = "fct_order_item") -> list[int]:
     """The orders the fact's last incremental run recomputed (scope_keys_cached's view)."""
-    return sorted(r.order_id for r in warehouse.rows(f"select order_id from scope_keys__{fact}"))
+    return sorted(r.order_id for r in warehouse.rows(f"select order_id from {scope_relations(fact)['keys']}"))
 
 
 def test_versions_already_loaded_inside_the_lookback_are_not_recomputed(base: Warehouse):
