@@ -1,0 +1,41 @@
+{#- What a run of a model of the kind writes, as one select over its body (`body`, the model's
+    compiled select): on a full build the table's rows (`columns`, in order); on an
+    incremental run the rows to merge, flagged `_is_deleted` (rows_to_merge). A fact's run is
+    restricted to its scope here (scope_predicate, and with a declared scope the keys its
+    changes reach, cached once: scope_keys_cached). -#}
+{% macro kind_rows(declared, body, columns, full_build) %}
+    {% if declared.dimension is not none %}
+        {{ return(backfill_safe.dimension_rows(declared, body, columns, full_build)) }}
+    {% endif %}
+    {% if declared.reference %}
+        {#- a reference table (declared_reference): every row, on every run; merged where new
+            or different from the table -#}
+        {% set live = "(select " ~ columns | join(", ") ~ " from (\n" ~ body
+            ~ "\n) as reference_rows)" %}
+        {{ return(("select * from " ~ live ~ " as live") if full_build
+            else backfill_safe.rows_to_merge(live, none, declared.unique_key, none)) }}
+    {% endif %}
+    {% if full_build %}
+        {{ return("select " ~ columns | join(", ") ~ " from (\n" ~ body
+            ~ "\n) as current_state where not is_deleted") }}
+    {% endif %}
+    {% if declared.scope is not none and declared.scope.models %}
+        {{ return(backfill_safe.rows_over_models(declared, body)) }}
+    {% endif %}
+    {#- the keys first: caching them counts the rows awaiting a member, which the predicate
+        reads -#}
+    {% set keys = backfill_safe.scope_keys_cached() if declared.scope is not none else none %}
+    {% set scope = backfill_safe.scope_predicate(declared.lookback, declared.event_date,
+        declared.unique_key, awaiting=(declared.scope or {}).get('awaiting')) %}
+    {% set filters = [] %}
+    {% if keys %}
+        {% do filters.append(declared.scope.key ~ " in (" ~ keys ~ ")") %}
+    {% endif %}
+    {% if scope %}
+        {% do filters.append("(" ~ scope ~ ")") %}
+    {% endif %}
+    {% set changes = "(select * from (\n" ~ body ~ "\n) as current_state"
+        ~ ((" where " ~ filters | join(" and ")) if filters else "") ~ ")" %}
+    {{ return(backfill_safe.rows_to_merge(none, changes, declared.unique_key,
+        backfill_safe.scope_existing_rows(keys))) }}
+{% endmacro %}
