@@ -36,9 +36,9 @@
     landed in yet (the second example, in the shop's benchmark) redid its whole staging and
     MERGE on every run: about 6 s of each daily run, for nothing. -#}
 {% macro advance_watermark() %}
-    {% if not execute or backfill_safe.backfill_window() is not none
-        or var('dual_run_model', none) is not none or not backfill_safe.is_framework_model()
-        or backfill_safe.explaining() %}
+    {% if not execute or backfill_safe.run_mode().window is not none
+        or backfill_safe.run_mode().dual_run_model is not none or not backfill_safe.is_framework_model()
+        or backfill_safe.run_mode().explaining %}
         {{ return('') }}
     {% endif %}
     {#- nothing landed since the last run started: the watermark cannot move, and that start

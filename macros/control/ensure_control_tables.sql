@@ -5,7 +5,7 @@
     backfill vars: a backfill never reads or moves the watermark, and the
     runner creates these tables when it starts (`dbt run-operation ensure_control_tables`). -#}
 {% macro ensure_control_tables() %}
-    {% if execute and backfill_safe.backfill_window() is none %}
+    {% if execute and backfill_safe.run_mode().window is none %}
         {#- a statement, not run_query: through a Thrift Server PyHive cannot fetch the empty
             result of DDL (TypeError in its _fetch_more) -#}
         {% call statement('create_control_schema') %}

@@ -41,7 +41,10 @@
             (recorded_change_tables), which the facts that record and the models over models
             read -#}
         {% do backfill_safe.ensure_scratch_schema() %}
-        {% do backfill_safe.recorded_change_tables() %}
+        {% if backfill_safe.run_mode().window is none %}
+            {#- a backfill's control schema is the runner's to make (ensure_control_tables) -#}
+            {% do backfill_safe.recorded_change_tables() %}
+        {% endif %}
     {% endif %}
     {{ return('') }}
 {% endmacro %}

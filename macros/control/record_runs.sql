@@ -17,9 +17,9 @@
     ..., backfill_end: ...}'` (a backfill by hand: no branch, no gate, the watermark left where
     it was) is recorded like a daily run, with its window in window_start and window_end. -#}
 {% macro record_runs(results) %}
-    {% set window = backfill_safe.backfill_window() if execute else none %}
+    {% set window = backfill_safe.run_mode().window if execute else none %}
     {% if not execute or (window is not none and var('backfill_branch', none) is not none)
-        or var('dual_run_model', none) is not none or backfill_safe.explaining() %}
+        or backfill_safe.run_mode().dual_run_model is not none or backfill_safe.run_mode().explaining %}
         {{ return('') }}
     {% endif %}
     {% set runs = results | selectattr('node.resource_type', 'equalto', 'model') | list %}

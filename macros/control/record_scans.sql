@@ -26,7 +26,7 @@
     no table, an error) a log line says so and the run goes on. Cost: one statement to find the
     class, one to read the log, one append (which also reads the targets' snapshot metadata). -#}
 {% macro record_scans(results) %}
-    {% if not execute or var('dual_run_model', none) is not none %}
+    {% if not execute or backfill_safe.run_mode().dual_run_model is not none %}
         {{ return('') }}
     {% endif %}
     {% set runs = [] %}
@@ -139,7 +139,7 @@
     {% endif %}
     {#- `pipeline explain`: the reads its compile and staging made, the run's own before its
         MERGE, are told to it (dbt's log), not recorded as a run -#}
-    {% if backfill_safe.explaining() %}
+    {% if backfill_safe.run_mode().explaining %}
         {% for f in figures.values() %}
             {% do log("backfill_safe explain " ~ tojson({'reads': {
                 'model': f.entry.run.node.name, 'table': f.table, 'iceberg': f.iceberg,
@@ -153,7 +153,7 @@
     {% endif %}
     {#- 2. one append; the target's file count on main when its model started, from Iceberg's
         metadata tables, joined in the same statement -#}
-    {% set window = backfill_safe.backfill_window() %}
+    {% set window = backfill_safe.run_mode().window %}
     {% set rows = [] %}
     {% set counts = [] %}
     {% set counted = [] %}
@@ -260,7 +260,7 @@
     tells the explain why it cannot show the reads that ran. -#}
 {% macro scans_unrecorded(reason) %}
     {% do log("record_scans: what this run read was not recorded: " ~ reason, info=true) %}
-    {% if backfill_safe.explaining() %}
+    {% if backfill_safe.run_mode().explaining %}
         {% do log("backfill_safe explain " ~ tojson({'reads_unknown': reason}), info=true) %}
     {% endif %}
 {% endmacro %}

@@ -23,7 +23,7 @@
     tables) nor for a dual run's scratch build. -#}
 {% macro unreflected_changes_view(results) %}
     {% if not execute or flags.WHICH not in ('run', 'build')
-        or backfill_safe.backfill_window() is not none or var('dual_run_model', none) is not none %}
+        or backfill_safe.run_mode().window is not none or backfill_safe.run_mode().dual_run_model is not none %}
         {{ return('') }}
     {% endif %}
     {% set declared = backfill_safe.declared_models() %}

@@ -12,7 +12,7 @@
       loaded (at 5M lines, 25,785 of the 31,719 orders of a daily run), a share that grows
       with the table. Left out while the pipeline has no recorded start. -#}
 {% macro changed_versions_predicate(domain, update_column='updated_at') %}
-    {% if backfill_safe.backfill_window() is not none %}
+    {% if backfill_safe.run_mode().window is not none %}
         {{ return(none) }}
     {% endif %}
     {% set lower_bound = backfill_safe.incremental_lower_bound(domain) %}

@@ -56,7 +56,7 @@
             ~ "select: " ~ missing ~ ", new columns: " ~ extra ~ "). Rebuild it with "
             ~ "--full-refresh, or migrate the table first.") }}
     {% endif %}
-    {% set explaining = backfill_safe.explaining() %}
+    {% set explaining = backfill_safe.run_mode().explaining %}
     {% if explaining %}
         {% do backfill_safe.explain_statement('select', staged_from or ('select * from ' ~ source),
             'the model\'s select' ~ (', staged to scratch before the MERGE'

@@ -11,7 +11,7 @@
     {% if not backfill_safe.nothing_landed_since_last_run() %}
         {{ return(none) }}
     {% endif %}
-    {% if backfill_safe.explaining() %}
+    {% if backfill_safe.run_mode().explaining %}
         {% set scope = backfill_safe.scope_of_model() %}
         {% do backfill_safe.explain_statement('merge', none,
             'its upstream models recorded no change since its last run: it stages nothing, '
@@ -32,7 +32,7 @@
     {% if run_query("select 1 from (" ~ rows ~ ") as reference_rows limit 1").rows | length > 0 %}
         {{ return(none) }}
     {% endif %}
-    {% if backfill_safe.explaining() %}
+    {% if backfill_safe.run_mode().explaining %}
         {% do backfill_safe.explain_statement('merge', none,
             'its select has no row: no MERGE runs') %}
     {% endif %}

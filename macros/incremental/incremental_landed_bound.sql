@@ -17,7 +17,7 @@
     last recorded start gives it (its own run's kind is not asked), default this model's. -#}
 {% macro incremental_landed_bound_at(identifier=none) %}
     {% if identifier is none and (not backfill_safe.is_incremental_run()
-        or backfill_safe.backfill_window() is not none) %}
+        or backfill_safe.run_mode().window is not none) %}
         {{ return(none) }}
     {% endif %}
     {% set last_run_started_at = backfill_safe.get_watermark(

@@ -24,7 +24,7 @@
 
 {#- What model_scope_keys_select answers, found once per model and invocation. -#}
 {% macro model_scope_keys_found(scope) %}
-    {% set window = backfill_safe.backfill_window() %}
+    {% set window = backfill_safe.run_mode().window %}
     {#- a backfill's too: the keys changed upstream since this model's last committed run, which
         it may not have reached (skipped, failed, not selected: behind, in the audit) -#}
     {% set bound_at = backfill_safe.incremental_landed_bound_at(
@@ -102,7 +102,7 @@
     upstream recorded a change since its landing bound. False on a full build, a backfill, with
     no recorded run. -#}
 {% macro nothing_changed_upstream(scope) %}
-    {% if backfill_safe.backfill_window() is not none %}
+    {% if backfill_safe.run_mode().window is not none %}
         {{ return(false) }}
     {% endif %}
     {% set keys = backfill_safe.model_scope_keys_select(scope) %}

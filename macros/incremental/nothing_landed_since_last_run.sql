@@ -19,8 +19,8 @@
     table not of Iceberg; vars only: a calendar). -#}
 {% macro nothing_landed_since_last_run() %}
     {% if not execute or not backfill_safe.is_incremental_run()
-        or backfill_safe.backfill_window() is not none
-        or var('dual_run_model', none) is not none %}
+        or backfill_safe.run_mode().window is not none
+        or backfill_safe.run_mode().dual_run_model is not none %}
         {{ return(false) }}
     {% endif %}
     {#- a model whose changes are models of the kind: nothing recorded by them since -#}

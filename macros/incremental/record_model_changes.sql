@@ -42,7 +42,7 @@
 {#- True when this run of the model records its changes (model_changes_relation). -#}
 {% macro records_model_changes() %}
     {{ return(execute and backfill_safe.is_framework_model()
-        and var('dual_run_model', none) is none and not backfill_safe.explaining()
+        and backfill_safe.run_mode().dual_run_model is none and not backfill_safe.run_mode().explaining
         and backfill_safe.readers_of_model(model.name) | length > 0) }}
 {% endmacro %}
 

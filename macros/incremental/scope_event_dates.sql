@@ -20,7 +20,7 @@
         {#- a scope over models: its keys are the event dates when the key is the event date
             (a daily aggregate), and only outside a backfill (whose window adds rows by date) -#}
         {% set keys = backfill_safe.scope_keys_cached() %}
-        {% if keys is none or backfill_safe.backfill_window() is not none
+        {% if keys is none or backfill_safe.run_mode().window is not none
             or scope.key != config.get('meta').backfill_safe.event_date %}
             {{ return(none) }}
         {% endif %}

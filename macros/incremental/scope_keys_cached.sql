@@ -1,8 +1,9 @@
 {#- The run's keys of a model with a declared scope (scope_of_model), computed once: called by
-    the model's select as it compiles, it creates a cached temporary view of this session
-    (scope_keys_relation), and views of the landed versions of those keys in each direct source
-    and of the members they name in each lookup (scope_versions_relation, read by
-    versions_in_scope), and returns the subquery of the keys (scope_keys_cache_subquery),
+    the model's select as it compiles, it finds or makes the cached temporary views of this
+    session that hold them (scope_keys_relation) and the landed versions of those keys in each
+    direct source and of the members they name in each lookup (scope_versions_relation, read by
+    versions_in_scope): the invocation's shared views, or the model's own (below), and returns
+    the subquery of the keys (scope_keys_cache_subquery),
     which the model's select, rows_to_merge's read of the table (scope_existing_rows) and the
     event dates (scope_event_dates) all take.
     - The changed keys (scope_keys_select) and their versions are shared by the models of one dbt
@@ -60,7 +61,7 @@
     {% endif %}
     {% set key = scope.key %}
     {% set shared = backfill_safe.scope_shared_cache(scope, changed) %}
-    {% set awaiting = scope.awaiting if backfill_safe.backfill_window() is none else none %}
+    {% set awaiting = scope.awaiting if backfill_safe.run_mode().window is none else none %}
     {#- one statement for two counts: the keys only the table's awaiting rows bring, and the
         awaiting rows themselves (none on most days: scope_predicate then leaves out its read of
         the table for them) -#}
@@ -119,7 +120,7 @@
         {{ return(none) }}
     {% endif %}
     {% do backfill_safe.cache_scope_keys(changed, scope.key,
-        scope.awaiting if backfill_safe.backfill_window() is none else none) %}
+        scope.awaiting if backfill_safe.run_mode().window is none else none) %}
     {{ return(backfill_safe.scope_keys_cache_subquery()) }}
 {% endmacro %}
 
@@ -175,13 +176,10 @@
         {% endcall %}
     {% endfor %}
     {% set key = scope.key %}
-    {#- one statement each (`cache table ... as select`): the names are this invocation's, and
-        only those not found are made -#}
+    {#- only those not found are made (shared_scope_view) -#}
     {% if shared.changed not in found %}
-        {% call statement('scope_shared_cache', fetch_result=false) %}
-            cache table {{ shared.changed }} as
-            select /*+ REPARTITION({{ key }}) */ {{ key }} from ({{ changed }}) as changed
-        {% endcall %}
+        {% do backfill_safe.shared_scope_view(shared.changed,
+            'select /*+ REPARTITION(' ~ key ~ ') */ ' ~ key ~ ' from (' ~ changed ~ ') as changed') %}
     {% endif %}
     {#- the versions of those keys, read once: the select refers to the versions of the scope's
         keys several times (staging, current state, the members they name), and each reference
@@ -199,13 +197,32 @@
             {% set keys = 'select ' ~ column ~ ' from '
                 ~ shared.versions[table.named_by.source_name ~ '.' ~ table.named_by.table] %}
         {% endif %}
-        {% call statement('cache_shared_versions', fetch_result=false) %}
-            cache table {{ shared.versions[table.name] }} as
-            select /*+ REPARTITION({{ column }}) */ * from {{ source(table.source_name, table.table) }}
-            where {{ column }} in ({{ keys }})
-        {% endcall %}
+        {% do backfill_safe.shared_scope_view(shared.versions[table.name],
+            'select /*+ REPARTITION(' ~ column ~ ') */ * from '
+            ~ source(table.source_name, table.table) ~ ' where ' ~ column ~ ' in (' ~ keys ~ ')') %}
     {% endfor %}
     {{ return(shared) }}
+{% endmacro %}
+
+{#- One cached temporary view `name` of `select`, shared by the models of this invocation
+    (scope_shared_cache). One statement, `cache table ... as select`, when the invocation runs
+    one thread: the name is the invocation's and was not found, so nothing else makes it. With
+    more threads, two models of the scope may make it at once in the one session of the
+    embedded engine, and `cache table ... as select` refuses a view that exists: a view made or
+    replaced, then cached (two statements, both safe to repeat). -#}
+{% macro shared_scope_view(name, select) %}
+    {% if (target.get('threads') or 1) | int == 1 %}
+        {% call statement('scope_shared_cache', fetch_result=false) %}
+            cache table {{ name }} as {{ select }}
+        {% endcall %}
+    {% else %}
+        {% call statement('create_shared_scope_view', fetch_result=false) %}
+            create or replace temporary view {{ name }} as {{ select }}
+        {% endcall %}
+        {% call statement('scope_shared_cache', fetch_result=false) %}
+            cache table {{ name }}
+        {% endcall %}
+    {% endif %}
 {% endmacro %}
 
 {#- The subquery of the keys in this run's scope (scope_keys_cached: computed once per model and

@@ -29,7 +29,7 @@
     {% set key = scope.key %}
     {% set event_source = source(scope.event.source_name, scope.event.table) %}
     {% set event_time = scope.event.column %}
-    {% set window = backfill_safe.backfill_window() %}
+    {% set window = backfill_safe.run_mode().window %}
     {% if window is not none %}
         {% set event_date = (config.get('meta') or {}).get('backfill_safe', {}).get('event_date') %}
         {% set in_window %}

@@ -23,7 +23,7 @@
             ~ "different lookbacks; the declaration drives the scope keys and the audit, the "
             ~ "argument the select's filter: give both the same value") }}
     {% endif %}
-    {% set window = backfill_safe.backfill_window() %}
+    {% set window = backfill_safe.run_mode().window %}
     {% if window is not none and backfill_safe.is_incremental_run() %}
         {% if event_date_column is none %}
             {{ return(none) }}

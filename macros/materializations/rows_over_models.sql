@@ -17,7 +17,7 @@
         {{ return("select *, false as _is_deleted from " ~ this ~ " where false") }}
     {% endif %}
     {% set keys = backfill_safe.scope_keys_cached() %}
-    {% set window = backfill_safe.backfill_window() %}
+    {% set window = backfill_safe.run_mode().window %}
     {% set terms = [] %}
     {% if keys %}
         {#- as literals where they let Iceberg prune at planning (the event date, a partition

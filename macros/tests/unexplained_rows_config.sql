@@ -16,7 +16,7 @@
 {#- The `_unexplained` column: 1 in a backfill's gate or where `unexplained` (a SQL boolean)
     holds, else 0. -#}
 {% macro unexplained_flag(unexplained) %}
-    {%- if backfill_safe.backfill_window() is not none
+    {%- if backfill_safe.run_mode().window is not none
         or var('backfill_gate_windows', none) is not none -%}
     1 as _unexplained
     {%- else -%}

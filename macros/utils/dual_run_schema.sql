@@ -3,7 +3,7 @@
     returns it first, so the comparison's full refresh never lands in the model's own schema;
     `pipeline compare` refuses to run when the project's schema routing does not. -#}
 {% macro dual_run_schema(node) -%}
-    {%- set dual_run_model = var('dual_run_model', none) -%}
+    {%- set dual_run_model = backfill_safe.run_mode().dual_run_model -%}
     {%- if dual_run_model is not none and node is not none and node.name == dual_run_model -%}
         {{ return(backfill_safe.validated_identifier(var('dual_run_schema', 'dual_run')) | trim) }}
     {%- endif -%}

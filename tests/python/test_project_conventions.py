@@ -128,6 +128,29 @@ def test_the_framework_macros_name_no_example_table_or_column():
     assert not found, "\n".join(found)
 
 
+# The run's mode is asked of one macro (run_mode, issue 79): the vars that set it are read, and
+# their readers called, only there and in the two helpers it calls.
+RUN_MODE_QUESTIONS = (r"backfill_safe\.backfill_window\(", r"backfill_safe\.explaining\(",
+                      r"\bvar\(\s*['\"](?:backfill_start|backfill_end|explain_next_run|dual_run_model)['\"]")
+RUN_MODE_HOMES = {"macros/materializations/run_mode.sql", "macros/incremental/backfill_window.sql",
+                  "macros/incremental/explaining.sql"}
+
+
+def test_the_runs_mode_is_asked_of_run_mode_only():
+    import re
+
+    found = []
+    for folder in ("macros", "models", "tests/dbt"):
+        for sql in sorted((PROJECT_DIR / folder).rglob("*.sql")):
+            where = str(sql.relative_to(PROJECT_DIR))
+            if where in RUN_MODE_HOMES:
+                continue
+            code = _code(sql.read_text())
+            found += [f"{where}: {m.group(0)}" for pattern in RUN_MODE_QUESTIONS
+                      for m in re.finditer(pattern, code)]
+    assert not found, "ask backfill_safe.run_mode() instead:\n" + "\n".join(found)
+
+
 def test_loadable_has_one_definition_that_the_staging_the_audit_and_the_watermark_share():
     """The row rules (quarantine_reason) are applied only inside screened_versions, which adds the
     conflicting-versions rule: the staging, the quarantine audit, the watermark's advance and its
