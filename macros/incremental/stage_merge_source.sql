@@ -44,8 +44,8 @@
         ~ '__merge_source_' ~ run) }}
 {% endmacro %}
 
-{#- Post-hook of a framework model (merge_source adds it): drops this invocation's staged source
-    (stage_merge_source) once the MERGE committed. Renders nothing on a full build. -#}
+{#- Called by the materialization once the MERGE committed: drops this invocation's staged
+    source (stage_merge_source). Renders nothing on a full build. -#}
 {% macro drop_staged_merge_source() %}
     {% if not execute or not backfill_safe.is_incremental_run()
         or not backfill_safe.is_framework_model() %}
