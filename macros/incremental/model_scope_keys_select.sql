@@ -110,13 +110,7 @@
         {{ return(false) }}
     {% endif %}
     {#- counted as the keys were found (model_scope_keys_found), in the same statement -#}
-    {% set counted = backfill_safe.invocation_store('upstream_changed_rows').get(this.identifier) %}
-    {% if counted is not none %}
-        {{ return(counted == 0) }}
-    {% endif %}
-    {% set found = backfill_safe.memoized_rows("select count(*) from (select 1 from (" ~ keys
-        ~ ") as changed limit 1) as probe /* " ~ this ~ " */")[0][0] %}
-    {{ return(found == 0) }}
+    {{ return(backfill_safe.invocation_store('upstream_changed_rows')[this.identifier] == 0) }}
 {% endmacro %}
 
 

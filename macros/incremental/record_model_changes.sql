@@ -41,8 +41,9 @@
 
 {#- True when this run of the model records its changes (model_changes_relation). -#}
 {% macro records_model_changes() %}
+    {% set mode = backfill_safe.run_mode() %}
     {{ return(execute and backfill_safe.is_framework_model()
-        and backfill_safe.run_mode().dual_run_model is none and not backfill_safe.run_mode().explaining
+        and mode.dual_run_model is none and not mode.explaining
         and backfill_safe.readers_of_model(model.name) | length > 0) }}
 {% endmacro %}
 
