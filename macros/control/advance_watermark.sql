@@ -36,9 +36,9 @@
     landed in yet (the second example, in the shop's benchmark) redid its whole staging and
     MERGE on every run: about 6 s of each daily run, for nothing. -#}
 {% macro advance_watermark() %}
-    {% if not execute or backfill_safe.run_mode().window is not none
-        or backfill_safe.run_mode().dual_run_model is not none or not backfill_safe.is_framework_model()
-        or backfill_safe.run_mode().explaining %}
+    {% set plan = backfill_safe.run_plan() %}
+    {% if plan.declared is none or plan.window is not none or plan.dual_run_model is not none
+        or plan.explaining %}
         {{ return('') }}
     {% endif %}
     {#- nothing landed since the last run started: the watermark cannot move, and that start
@@ -48,7 +48,7 @@
     {% endif %}
     {#- a model whose changes are models of the kind reads no landed version itself: only its
         run's start is recorded (its next run's landing bound), with no watermark -#}
-    {% set scope = backfill_safe.scope_of_model() %}
+    {% set scope = plan.scope %}
     {% if scope is not none and scope.models %}
         {% do backfill_safe.pending_watermarks().update({this.identifier: "select '"
             ~ backfill_safe.validated_identifier(this.identifier) ~ "' as pipeline_name, "

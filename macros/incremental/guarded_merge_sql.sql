@@ -7,7 +7,7 @@
     - explicit column lists taken from the table, and a clear error when the model's columns
       no longer match the table's (schema change: run with --full-refresh);
     - `incremental_predicates` are added to the ON clause to prune the target scan (rule 7),
-      and for a model with a declared scope (scope_of_model) the event dates of its run
+      and for a model with a declared scope (run_plan.scope) the event dates of its run
       (scope_event_dates, on its declared event_date);
     - for a model with a declared scope, the scope keys of its staged source as literals (up
       to var merge_scope_literals_max, 20000): the MERGE of a merge-on-read table joins the
@@ -35,8 +35,9 @@
             "model " ~ target ~ ": the merge strategy here needs one unique_key column, got "
             ~ unique_key) }}
     {% endif %}
-    {% set reference = backfill_safe.is_reference_table() %}
-    {% set scope = backfill_safe.scope_of_model() %}
+    {% set plan = backfill_safe.run_plan() %}
+    {% set reference = plan.declared is not none and plan.declared.reference %}
+    {% set scope = plan.scope %}
     {#- a reference table's select is the truth: no version guard; nor a model whose changes
         are models of the kind: its rows are recomputed whole from its upstream tables (a
         group's greatest update time may go down when a row of it is deleted) -#}
@@ -56,7 +57,7 @@
             ~ "select: " ~ missing ~ ", new columns: " ~ extra ~ "). Rebuild it with "
             ~ "--full-refresh, or migrate the table first.") }}
     {% endif %}
-    {% set explaining = backfill_safe.run_mode().explaining %}
+    {% set explaining = plan.explaining %}
     {% if explaining %}
         {% do backfill_safe.explain_statement('select', staged_from or ('select * from ' ~ source),
             'the model\'s select' ~ (', staged to scratch before the MERGE'
@@ -97,11 +98,11 @@
     {% set partitions = none %}
     {% if scope is not none %}
         {% set partitions = backfill_safe.scope_event_dates(
-            'DBT_INTERNAL_DEST.' ~ config.get('meta').backfill_safe.event_date) %}
+            'DBT_INTERNAL_DEST.' ~ plan.declared.event_date) %}
     {% endif %}
     {#- what the MERGE will change, recorded for the models that read this one's changes -#}
     {% do backfill_safe.record_model_changes(target, merge_from, unique_key,
-        backfill_safe.scope_event_dates(config.get('meta').backfill_safe.event_date)
+        backfill_safe.scope_event_dates(plan.declared.event_date)
         if partitions else none) %}
     {% set guard = (" and DBT_INTERNAL_SOURCE." ~ version_column
         ~ " >= DBT_INTERNAL_DEST." ~ version_column) if version_column else "" %}

@@ -11,8 +11,8 @@
     {% if not backfill_safe.nothing_landed_since_last_run() %}
         {{ return(none) }}
     {% endif %}
-    {% if backfill_safe.run_mode().explaining %}
-        {% set scope = backfill_safe.scope_of_model() %}
+    {% if backfill_safe.run_plan().explaining %}
+        {% set scope = backfill_safe.run_plan().scope %}
         {% do backfill_safe.explain_statement('merge', none,
             'its upstream models recorded no change since its last run: it stages nothing, '
             ~ 'merges nothing; what their own next runs change (explain them) is its scope then'
@@ -32,7 +32,7 @@
     {% if run_query("select 1 from (" ~ rows ~ ") as reference_rows limit 1").rows | length > 0 %}
         {{ return(none) }}
     {% endif %}
-    {% if backfill_safe.run_mode().explaining %}
+    {% if backfill_safe.run_plan().explaining %}
         {% do backfill_safe.explain_statement('merge', none,
             'its select has no row: no MERGE runs') %}
     {% endif %}

@@ -13,15 +13,14 @@
     {{ return(none if bound is none else backfill_safe.timestamp_literal(bound)) }}
 {% endmacro %}
 
-{#- The same bound as a datetime (none likewise); `identifier`: another model's table, whose
-    last recorded start gives it (its own run's kind is not asked), default this model's. -#}
+{#- The same bound as a datetime (none likewise): this model's from its run plan
+    (run_plan.landed_bound_at), or, given `identifier`, the bound of that table's pipeline,
+    from its last recorded start alone (its own run's kind is not asked). -#}
 {% macro incremental_landed_bound_at(identifier=none) %}
-    {% if identifier is none and (not backfill_safe.is_incremental_run()
-        or backfill_safe.run_mode().window is not none) %}
-        {{ return(none) }}
+    {% if identifier is none %}
+        {{ return(backfill_safe.run_plan().landed_bound_at) }}
     {% endif %}
-    {% set last_run_started_at = backfill_safe.get_watermark(
-        identifier or this.identifier, 'last_run_started_at') %}
+    {% set last_run_started_at = backfill_safe.get_watermark(identifier, 'last_run_started_at') %}
     {% if last_run_started_at is none %}
         {{ return(none) }}
     {% endif %}

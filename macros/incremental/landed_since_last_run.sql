@@ -33,7 +33,7 @@
             ~ model.columns.keys() | list) }}
     {% endif %}
     {% set bound = backfill_safe.incremental_landed_bound()
-        if backfill_safe.run_mode().dual_run_model is none else none %}
+        if backfill_safe.run_plan().dual_run_model is none else none %}
     {% if bound is none %}
         {{ return('true') }}
     {% endif %}

@@ -11,7 +11,7 @@
       lists it 'behind') is brought up to date in the same publish, the gate checking it whole;
       the kind adds the window's keys. -#}
 {% macro model_scope_keys_select(scope) %}
-    {% if not backfill_safe.is_incremental_run() %}
+    {% if not backfill_safe.run_plan().incremental %}
         {{ return(none) }}
     {% endif %}
     {#- once per model and invocation: the select, the MERGE and the post-hook ask -#}
@@ -24,7 +24,7 @@
 
 {#- What model_scope_keys_select answers, found once per model and invocation. -#}
 {% macro model_scope_keys_found(scope) %}
-    {% set window = backfill_safe.run_mode().window %}
+    {% set window = backfill_safe.run_plan().window %}
     {#- a backfill's too: the keys changed upstream since this model's last committed run, which
         it may not have reached (skipped, failed, not selected: behind, in the audit) -#}
     {% set bound_at = backfill_safe.incremental_landed_bound_at(
@@ -102,7 +102,7 @@
     upstream recorded a change since its landing bound. False on a full build, a backfill, with
     no recorded run. -#}
 {% macro nothing_changed_upstream(scope) %}
-    {% if backfill_safe.run_mode().window is not none %}
+    {% if backfill_safe.run_plan().window is not none %}
         {{ return(false) }}
     {% endif %}
     {% set keys = backfill_safe.model_scope_keys_select(scope) %}
@@ -132,7 +132,7 @@
 {#- What scope_key_literals answers, found once per model, keys and invocation. -#}
 {% macro scope_key_literals_found(keys) %}
     {% set limit = var('merge_scope_literals_max', 20000) %}
-    {% set key = backfill_safe.scope_of_model().key %}
+    {% set key = backfill_safe.run_plan().scope.key %}
     {% set rows = backfill_safe.memoized_rows("select distinct " ~ key ~ " from (" ~ keys
         ~ ") as scoped where " ~ key ~ " is not null limit " ~ (limit + 1)) %}
     {% if rows | length > limit %}

@@ -18,13 +18,12 @@
     backfill, a dual run, without a recorded start, and for a model with another input (a
     table not of Iceberg; vars only: a calendar). -#}
 {% macro nothing_landed_since_last_run() %}
-    {% if not execute or not backfill_safe.is_incremental_run()
-        or backfill_safe.run_mode().window is not none
-        or backfill_safe.run_mode().dual_run_model is not none %}
+    {% set plan = backfill_safe.run_plan() %}
+    {% if not plan.incremental or plan.window is not none or plan.dual_run_model is not none %}
         {{ return(false) }}
     {% endif %}
     {#- a model whose changes are models of the kind: nothing recorded by them since -#}
-    {% set scope = backfill_safe.scope_of_model() if backfill_safe.is_framework_model() else none %}
+    {% set scope = plan.scope %}
     {% if scope is not none and scope.models %}
         {{ return(backfill_safe.nothing_changed_upstream(scope)) }}
     {% endif %}

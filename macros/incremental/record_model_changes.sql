@@ -41,9 +41,9 @@
 
 {#- True when this run of the model records its changes (model_changes_relation). -#}
 {% macro records_model_changes() %}
-    {% set mode = backfill_safe.run_mode() %}
-    {{ return(execute and backfill_safe.is_framework_model()
-        and mode.dual_run_model is none and not mode.explaining
+    {% set plan = backfill_safe.run_plan() %}
+    {{ return(plan.declared is not none
+        and plan.dual_run_model is none and not plan.explaining
         and backfill_safe.readers_of_model(model.name) | length > 0) }}
 {% endmacro %}
 

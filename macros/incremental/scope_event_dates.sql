@@ -9,10 +9,11 @@
     prunes files at planning time only on predicates it is given as values. Called after
     scope_keys_cached made the run's cached views (by the select, after it, and by the MERGE). -#}
 {% macro scope_event_dates(column) %}
-    {% if not execute or not backfill_safe.is_incremental_run() %}
+    {% set plan = backfill_safe.run_plan() %}
+    {% if not plan.incremental %}
         {{ return(none) }}
     {% endif %}
-    {% set scope = backfill_safe.scope_of_model() %}
+    {% set scope = plan.scope %}
     {% if scope is none %}
         {{ return(none) }}
     {% endif %}
@@ -20,8 +21,7 @@
         {#- a scope over models: its keys are the event dates when the key is the event date
             (a daily aggregate), and only outside a backfill (whose window adds rows by date) -#}
         {% set keys = backfill_safe.scope_keys_cached() %}
-        {% if keys is none or backfill_safe.run_mode().window is not none
-            or scope.key != config.get('meta').backfill_safe.event_date %}
+        {% if keys is none or plan.window is not none or scope.key != plan.declared.event_date %}
             {{ return(none) }}
         {% endif %}
         {% set literals = backfill_safe.scope_key_literals(keys) %}

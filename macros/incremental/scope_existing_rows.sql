@@ -11,8 +11,8 @@
     {% if not keys %}
         {{ return(none) }}
     {% endif %}
-    {% set scope = backfill_safe.scope_of_model() %}
-    {% set event_date = config.get('meta').backfill_safe.event_date %}
-    {% set dates = backfill_safe.scope_event_dates(event_date) %}
+    {% set plan = backfill_safe.run_plan() %}
+    {% set scope = plan.scope %}
+    {% set dates = backfill_safe.scope_event_dates(plan.declared.event_date) %}
     {{ return(("(" ~ dates ~ ") and " if dates else "") ~ scope.key ~ " in (" ~ keys ~ ")") }}
 {% endmacro %}

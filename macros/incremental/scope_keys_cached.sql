@@ -1,4 +1,4 @@
-{#- The run's keys of a model with a declared scope (scope_of_model), computed once: called by
+{#- The run's keys of a model with a declared scope (run_plan.scope), computed once: called by
     the model's select as it compiles, it finds or makes the cached temporary views of this
     session that hold them (scope_keys_relation) and the landed versions of those keys in each
     direct source and of the members they name in each lookup (scope_versions_relation, read by
@@ -32,7 +32,7 @@
     and its compilation caches nothing (about 1.5 s of an idle fact's run on the tests' tiny
     warehouse). -#}
 {% macro scope_keys_cached() %}
-    {% if not execute or not backfill_safe.is_incremental_run()
+    {% if not execute or not backfill_safe.run_plan().incremental
         or backfill_safe.nothing_landed_since_last_run() %}
         {{ return(none) }}
     {% endif %}
@@ -47,7 +47,7 @@
 
 {#- What scope_keys_cached does, once per model and invocation. -#}
 {% macro scope_keys_cache() %}
-    {% set scope = backfill_safe.scope_of_model() %}
+    {% set scope = backfill_safe.run_plan().scope %}
     {% if scope is none %}
         {{ exceptions.raise_compiler_error(
             "model " ~ this ~ ": scope_keys_cached needs config.meta.backfill_safe.scope") }}
@@ -61,7 +61,7 @@
     {% endif %}
     {% set key = scope.key %}
     {% set shared = backfill_safe.scope_shared_cache(scope, changed) %}
-    {% set awaiting = scope.awaiting if backfill_safe.run_mode().window is none else none %}
+    {% set awaiting = scope.awaiting if backfill_safe.run_plan().window is none else none %}
     {#- one statement for two counts: the keys only the table's awaiting rows bring, and the
         awaiting rows themselves (none on most days: scope_predicate then leaves out its read of
         the table for them) -#}
@@ -120,7 +120,7 @@
         {{ return(none) }}
     {% endif %}
     {% do backfill_safe.cache_scope_keys(changed, scope.key,
-        scope.awaiting if backfill_safe.run_mode().window is none else none) %}
+        scope.awaiting if backfill_safe.run_plan().window is none else none) %}
     {{ return(backfill_safe.scope_keys_cache_subquery()) }}
 {% endmacro %}
 

@@ -23,7 +23,7 @@
 {#- The subquery of this model's keys in scope that scope_keys_cached returns: the text by which
     versions_in_scope recognises the run's scope. -#}
 {% macro scope_keys_cache_subquery() %}
-    {% set scope = backfill_safe.scope_of_model() %}
+    {% set scope = backfill_safe.run_plan().scope %}
     {{ return('select ' ~ scope.key ~ ' from ' ~ backfill_safe.scope_keys_relation()) }}
 {% endmacro %}
 

@@ -1,4 +1,4 @@
-{#- The keys a run of a model with a declared scope (scope_of_model) must recompute, as a SQL
+{#- The keys a run of a model with a declared scope (run_plan.scope) must recompute, as a SQL
     subquery of its scope key over its landed sources (every version, quarantined ones too: a
     superset is harmless, since each key in it is recomputed from all its versions and
     rows_to_merge sends only rows that differ), or none when every key is in scope (full build,
@@ -18,10 +18,11 @@
     A row of scope_predicate's daily scope has updated_at = the greatest of its inputs'
     update times, each a version of a declared change: its key is here. -#}
 {% macro scope_keys_select() %}
-    {% if not backfill_safe.is_incremental_run() %}
+    {% set plan = backfill_safe.run_plan() %}
+    {% if not plan.incremental %}
         {{ return(none) }}
     {% endif %}
-    {% set scope = backfill_safe.scope_of_model() %}
+    {% set scope = plan.scope %}
     {% if scope is none %}
         {{ exceptions.raise_compiler_error(
             "model " ~ this ~ ": scope_keys_select needs config.meta.backfill_safe.scope") }}
@@ -29,9 +30,9 @@
     {% set key = scope.key %}
     {% set event_source = source(scope.event.source_name, scope.event.table) %}
     {% set event_time = scope.event.column %}
-    {% set window = backfill_safe.run_mode().window %}
+    {% set window = plan.window %}
     {% if window is not none %}
-        {% set event_date = (config.get('meta') or {}).get('backfill_safe', {}).get('event_date') %}
+        {% set event_date = plan.declared.event_date %}
         {% set in_window %}
             select {{ backfill_safe.key_as(scope, scope.event) }} from {{ event_source }}
             where
@@ -45,7 +46,7 @@
     {% endif %}
     {% set branches = [] %}
     {% for direct in scope.direct %}
-        {% set changed_versions = backfill_safe.changed_versions_predicate(scope.domain, direct.update_column) %}
+        {% set changed_versions = backfill_safe.changed_versions_predicate(plan, direct.update_column) %}
         {% if changed_versions is none %}
             {{ return(none) }}
         {% endif %}
@@ -60,7 +61,7 @@
 {% endmacro %}
 
 {#- The branches of scope_keys_select for a source reached through a direct one (`reached`, an entry
-    of scope_of_model's `through`): SQL selects of the scope key.
+    of the scope declaration's `through`): SQL selects of the scope key.
     Not effective-dated (a header, a many-to-one member): the keys of the direct source's
     versions naming an `on` with a changed version.
     Effective-dated (type 2: a version is in effect from its update time T until the next):
@@ -81,7 +82,8 @@
     {% set updated = reached.update_column %}
     {% set members = source(reached.source_name, reached.table) %}
     {% set via = source(reached.via.source_name, reached.via.table) %}
-    {% set changed_versions = backfill_safe.changed_versions_predicate(scope.domain, updated) %}
+    {% set changed_versions = backfill_safe.changed_versions_predicate(
+        backfill_safe.run_plan(), updated) %}
     {% set via_key = backfill_safe.scope_key_column(scope, reached.via) %}
     {% set event_key = backfill_safe.scope_key_column(scope, scope.event) %}
     {% if not reached.effective_dated %}
@@ -136,7 +138,7 @@
 {% endmacro %}
 
 {#- The column of a direct source (`table`: {source_name, table}) that holds the scope key
-    (scope_of_model's key_columns: the key's own name unless the declaration maps it). -#}
+    (the scope declaration's key_columns: the key's own name unless the declaration maps it). -#}
 {% macro scope_key_column(scope, table) %}
     {{ return(scope.key_columns[table.source_name ~ '.' ~ table.table]) }}
 {% endmacro %}

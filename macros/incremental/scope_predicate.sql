@@ -1,6 +1,7 @@
 {#- The predicate that limits a run to its scope, or none when every row is in scope.
-    - Daily run: `updated_at > <watermark - lookback>` (incremental_lower_bound, rule 1), plus
-      the rows the table holds for which `awaiting` (a predicate on the table's columns) is true:
+    - Daily run: `updated_at > <watermark - lookback>` (the plan's lower_bound, rule 1), plus
+      the rows the table holds for which its scope's `awaiting` (a predicate on the table's
+      columns) is true:
       rows that point to a dimension's unknown member (their customer or product had not
       arrived), re-evaluated every run, so they are re-keyed once it does, however old its own
       updated_at; left out when the run's scope keys found no such row.
@@ -8,41 +9,29 @@
       plus the rows the table holds in that window (so a row that moved out of it is restated
       too); the same models, macros and MERGE as the daily run. A model without an event date
       (a dimension) is restated whole in a backfill: the MERGE still writes only changed rows.
-    - Full build / full refresh: none. -#}
-{% macro scope_predicate(domain, event_date_column=none, unique_key=none, awaiting=none) %}
-    {#- a declared model's lookback lives in two places: its declaration (the scope keys, the
-        audit) and this argument (the select's filter); two windows would make the audit and
-        the run disagree on what they cover (a domain and its days are the same window) -#}
-    {% set declared = ((model.config.meta or {}).get('backfill_safe') or {}).get('lookback')
-        if execute and model is not none and model.config is defined else none %}
-    {% if declared is not none and declared != domain
-        and backfill_safe.lookback_days(declared) != backfill_safe.lookback_days(domain) %}
-        {{ exceptions.raise_compiler_error(
-            "model " ~ model.name ~ " (" ~ model.original_file_path ~ "): scope_predicate("
-            ~ domain ~ ") and config.meta.backfill_safe.lookback (" ~ declared ~ ") name "
-            ~ "different lookbacks; the declaration drives the scope keys and the audit, the "
-            ~ "argument the select's filter: give both the same value") }}
-    {% endif %}
-    {% set window = backfill_safe.run_mode().window %}
-    {% if window is not none and backfill_safe.is_incremental_run() %}
-        {% if event_date_column is none %}
+    - Full build / full refresh: none.
+    `plan`: the model's run_plan (its declaration's event date, unique key and lookback). -#}
+{% macro scope_predicate(plan) %}
+    {% set declared = plan.declared %}
+    {% if plan.window is not none and plan.incremental %}
+        {% if declared.event_date is none %}
             {{ return(none) }}
         {% endif %}
-        {% set in_window = event_date_column ~ " >= date'" ~ window.start ~ "' and "
-            ~ event_date_column ~ " < date'" ~ window.end ~ "'" %}
-        {{ return("(" ~ in_window ~ ") or " ~ unique_key ~ " in (select " ~ unique_key
-            ~ " from " ~ this ~ " where " ~ in_window ~ ")") }}
+        {% set in_window = declared.event_date ~ " >= date'" ~ plan.window.start ~ "' and "
+            ~ declared.event_date ~ " < date'" ~ plan.window.end ~ "'" %}
+        {{ return("(" ~ in_window ~ ") or " ~ declared.unique_key ~ " in (select "
+            ~ declared.unique_key ~ " from " ~ this ~ " where " ~ in_window ~ ")") }}
     {% endif %}
-    {% set lower_bound = backfill_safe.incremental_lower_bound(domain) %}
-    {% if lower_bound is none %}
+    {% if plan.lower_bound is none %}
         {{ return(none) }}
     {% endif %}
     {#- no row of the table awaits a member (counted as the run's scope keys were cached:
         scope_keys_cache): nothing for the term to add, and its read of the table is left out -#}
+    {% set awaiting = plan.scope.awaiting if plan.scope is not none else none %}
     {% if awaiting is none
         or backfill_safe.invocation_store('awaiting_rows').get(this.identifier) == 0 %}
-        {{ return("updated_at > " ~ lower_bound) }}
+        {{ return("updated_at > " ~ plan.lower_bound) }}
     {% endif %}
-    {{ return("updated_at > " ~ lower_bound ~ " or " ~ unique_key ~ " in (select " ~ unique_key
-        ~ " from " ~ this ~ " where " ~ awaiting ~ ")") }}
+    {{ return("updated_at > " ~ plan.lower_bound ~ " or " ~ declared.unique_key ~ " in (select "
+        ~ declared.unique_key ~ " from " ~ this ~ " where " ~ awaiting ~ ")") }}
 {% endmacro %}

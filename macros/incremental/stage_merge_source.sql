@@ -10,7 +10,7 @@
     Parquet, not Iceberg: the table is scratch, never branched, never versioned.
     Returns the staged table's relation, or none when the model does not ask for it. -#}
 {% macro stage_merge_source(rows) %}
-    {% if not backfill_safe.model_meta('stage_merge_source', true) %}
+    {% if not backfill_safe.run_plan().stage_merge_source %}
         {{ return(none) }}
     {% endif %}
     {% set staged = backfill_safe.staged_merge_source_relation() %}
@@ -47,11 +47,8 @@
 {#- Called by the materialization once the MERGE committed: drops this invocation's staged
     source (stage_merge_source). Renders nothing on a full build. -#}
 {% macro drop_staged_merge_source() %}
-    {% if not execute or not backfill_safe.is_incremental_run()
-        or not backfill_safe.is_framework_model() %}
-        {{ return('') }}
-    {% endif %}
-    {% if not backfill_safe.model_meta('stage_merge_source', true) %}
+    {% set plan = backfill_safe.run_plan() %}
+    {% if not plan.incremental or plan.declared is none or not plan.stage_merge_source %}
         {{ return('') }}
     {% endif %}
     drop table if exists {{ backfill_safe.staged_merge_source_relation() }}

@@ -22,7 +22,10 @@
     watermark's advance noted (advance_watermark), the staged source dropped, the model's
     `grants` applied (apply_grants; refused by name unless var grants_supported). -#}
 {% materialization backfill_safe, adapter='spark' %}
-    {%- set declared = backfill_safe.declared_model(graph.nodes[model.unique_id]) -%}
+    {#- what this invocation does with the model, decided once (the select's compilation read
+        the same plan) -#}
+    {%- set plan = backfill_safe.run_plan() -%}
+    {%- set declared = plan.declared -%}
     {%- set unique_key = declared.unique_key -%}
     {%- set columns = model.columns.keys() | list -%}
     {%- if not columns -%}
@@ -40,13 +43,11 @@
             ~ "true on an engine that grants (they are then applied after each run, as "
             ~ "dbt-spark's incremental materialization applies them)") }}
     {%- endif -%}
-    {%- set existing_relation = load_relation(this) -%}
-    {%- set full_build = existing_relation is none or existing_relation.is_view
-        or should_full_refresh() -%}
+    {%- set existing_relation = plan.existing_relation -%}
+    {%- set full_build = plan.full_build -%}
     {#- nothing landed in its inputs since its last run: nothing to compute, stage or merge -#}
     {%- set idle = none if full_build else backfill_safe.idle_merge_statement() -%}
-    {%- set rows = none if idle else backfill_safe.kind_rows(declared, compiled_code, columns,
-        full_build) -%}
+    {%- set rows = none if idle else backfill_safe.kind_rows(plan, compiled_code, columns) -%}
     {%- if not full_build and not idle and declared.reference -%}
         {%- set idle = backfill_safe.idle_reference_statement(rows) -%}
     {%- endif -%}

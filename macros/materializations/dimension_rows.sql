@@ -6,10 +6,11 @@
     re-key as soon as it lands); type 2 rebuilds every version of such a member, so a late
     version both appears and closes the interval before it (versions_of_changed_members).
     Only the rows that differ from the table are merged (rows_to_merge). -#}
-{% macro dimension_rows(declared, body, columns, full_build) %}
+{% macro dimension_rows(plan, body, columns) %}
+    {% set declared, full_build = plan.declared, plan.full_build %}
     {% set dimension = declared.dimension %}
     {% set member_key = dimension.member_key %}
-    {% set scope = none if full_build else backfill_safe.scope_predicate(declared.lookback) %}
+    {% set scope = none if full_build else backfill_safe.scope_predicate(plan) %}
     {% set versions = "(\n" ~ body ~ "\n)" %}
     {% if dimension.type == 2 %}
         {% set scoped = backfill_safe.versions_of_changed_members(versions, member_key, scope) %}

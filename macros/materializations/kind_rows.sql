@@ -1,11 +1,12 @@
-{#- What a run of a model of the kind writes, as one select over its body (`body`, the model's
-    compiled select): on a full build the table's rows (`columns`, in order); on an
+{#- What a run of a model of the kind writes (`plan`: its run_plan), as one select over its body
+    (`body`, the model's compiled select): on a full build the table's rows (`columns`, in order); on an
     incremental run the rows to merge, flagged `_is_deleted` (rows_to_merge). A fact's run is
     restricted to its scope here (scope_predicate, and with a declared scope the keys its
     changes reach, cached once: scope_keys_cached). -#}
-{% macro kind_rows(declared, body, columns, full_build) %}
+{% macro kind_rows(plan, body, columns) %}
+    {% set declared, full_build = plan.declared, plan.full_build %}
     {% if declared.dimension is not none %}
-        {{ return(backfill_safe.dimension_rows(declared, body, columns, full_build)) }}
+        {{ return(backfill_safe.dimension_rows(plan, body, columns)) }}
     {% endif %}
     {% if declared.reference %}
         {#- a reference table (declared_reference): every row, on every run; merged where new
@@ -20,13 +21,12 @@
             ~ "\n) as current_state where not is_deleted") }}
     {% endif %}
     {% if declared.scope is not none and declared.scope.models %}
-        {{ return(backfill_safe.rows_over_models(declared, body)) }}
+        {{ return(backfill_safe.rows_over_models(plan, body)) }}
     {% endif %}
     {#- the keys first: caching them counts the rows awaiting a member, which the predicate
         reads -#}
     {% set keys = backfill_safe.scope_keys_cached() if declared.scope is not none else none %}
-    {% set scope = backfill_safe.scope_predicate(declared.lookback, declared.event_date,
-        declared.unique_key, awaiting=(declared.scope or {}).get('awaiting')) %}
+    {% set scope = backfill_safe.scope_predicate(plan) %}
     {% set filters = [] %}
     {% if keys %}
         {% do filters.append(declared.scope.key ~ " in (" ~ keys ~ ")") %}

@@ -7,9 +7,10 @@
     (a group that lost all its rows) is deleted (rows_to_merge's `vanished`). The keys are
     literals when the key is the event date or a partition column and they are few (var
     merge_scope_literals_max): Spark pushes them through the select's grouping down to the
-    upstream table's scan, where Iceberg prunes by them; other keys are the cached subquery. -#}
-{% macro rows_over_models(declared, body) %}
-    {% set scope = declared.scope %}
+    upstream table's scan, where Iceberg prunes by them; other keys are the cached subquery.
+    `plan`: the model's run_plan. -#}
+{% macro rows_over_models(plan, body) %}
+    {% set declared, scope = plan.declared, plan.scope %}
     {% set key = scope.key %}
     {#- nothing recorded upstream since its last run (one probe): no row to merge, and nothing
         cached or read to find it (guarded_merge_sql then stages nothing) -#}
@@ -17,7 +18,7 @@
         {{ return("select *, false as _is_deleted from " ~ this ~ " where false") }}
     {% endif %}
     {% set keys = backfill_safe.scope_keys_cached() %}
-    {% set window = backfill_safe.run_mode().window %}
+    {% set window = plan.window %}
     {% set terms = [] %}
     {% if keys %}
         {#- as literals where they let Iceberg prune at planning (the event date, a partition

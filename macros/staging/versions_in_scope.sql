@@ -9,7 +9,7 @@
     {% if not keys_in %}
         {{ return(source(source_name, table)) }}
     {% endif %}
-    {% set scope = backfill_safe.scope_of_model() if execute else none %}
+    {% set scope = backfill_safe.run_plan().scope if execute else none %}
     {% set name = source_name ~ '.' ~ table %}
     {% set column = key_column or (scope.key_columns.get(name, scope.key) if scope else none) %}
     {% if column is none %}

@@ -13,7 +13,7 @@
                      gives every row on every run
       measures:      (optional) the columns whose daily sums reconcile it, e.g. [net_amount]
       scope:         (optional) how its rows are tied to its sources' versions, so a daily run
-                     reads only the keys its changes reach (scope_of_model)
+                     reads only the keys its changes reach (run_plan.scope)
       max_scan_share: (optional) the largest share of its table's data files one read of a
                      daily run may take (record_scans warns)
       restatement_window: (optional) how many days back from its watermark a late row is

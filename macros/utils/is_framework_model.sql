@@ -52,12 +52,3 @@
             ~ "(docs/guides/add-a-source-and-a-model.md)") }}
     {% endif %}
 {% endmacro %}
-
-
-{#- True when the model being run is a reference table of the kind (config.meta.backfill_safe
-    `reference: true`, declared_reference). -#}
-{% macro is_reference_table() %}
-    {% set block = (config.get('meta') or {}).get('backfill_safe') %}
-    {{ return(config.get('materialized') == 'backfill_safe' and block is mapping
-        and block.get('reference') is sameas true) }}
-{% endmacro %}

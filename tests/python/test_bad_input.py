@@ -294,18 +294,3 @@ def test_an_incremental_run_refuses_a_select_whose_types_drifted_from_its_table(
     assert result.status == "error", result
     assert "declared columns the table has not: ['updated_at']" in result.message, result.message
     assert wh.snapshot_id("marts.dim_product") == before
-
-
-def test_a_model_whose_scope_and_declaration_name_different_lookbacks_is_refused(warehouse: Warehouse):
-    """The lookback a declared model passes to scope_predicate (its select's filter) and the one
-    its declaration names (the scope keys, the audit) must agree: two windows fail the compile,
-    naming the model and both values, before any statement of the model runs. A domain of var
-    lookback_days and its days (sales: 3) are the same window."""
-    agreeing = ("{{ config(meta={'backfill_safe': {'lookback': 3}}) }}"
-                "{% set scope = backfill_safe.scope_predicate(3) %} select 1 as one")
-    warehouse.dbt.invoke("compile", "--inline", agreeing)
-    warehouse.dbt.invoke("compile", "--inline", agreeing.replace("'lookback': 3", "'lookback': 'sales'"))
-    with pytest.raises(DbtError) as refused:
-        warehouse.dbt.invoke("compile", "--inline", agreeing.replace("scope_predicate(3)", "scope_predicate(2)"))
-    message = str(refused.value)
-    assert "scope_predicate(2) and config.meta.backfill_safe.lookback (3) name different lookbacks" in message, message

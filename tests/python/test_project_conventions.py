@@ -151,6 +151,57 @@ def test_the_runs_mode_is_asked_of_run_mode_only():
     assert not found, "ask backfill_safe.run_mode() instead:\n" + "\n".join(found)
 
 
+# A model's run is decided once, by run_plan (issue 79): its declaration read and checked, full
+# build or incremental, the invocation's mode, the watermark and the bounds. The steps of the kind
+# (the materialization's folder, the incremental macros, the watermark's advance) read the plan;
+# none reads the model's config meta, asks the mode or the table's state, or re-parses the
+# declaration itself.
+RUN_PLAN_HOME = "macros/materializations/run_plan.sql"
+KIND_STEPS = ("macros/materializations", "macros/incremental", "macros/control/advance_watermark.sql")
+PLAN_QUESTIONS = {
+    "the model's config meta": r"\bconfig\.get\(\s*['\"]meta['\"]|\bmodel\.config\.meta\b",
+    "the invocation's mode": r"backfill_safe\.run_mode\(",
+    "the declaration": r"backfill_safe\.declared_model\(",
+    "full build or incremental": r"\bshould_full_refresh\(|\bis_incremental\(|\bload_relation\(|"
+                                 r"adapter\.get_relation\(\s*this\b",
+    "the lookback's days": r"backfill_safe\.lookback_days\(",
+}
+# where a question is asked outside the plan, and why: run_mode.sql answers the mode;
+# lookback_days.sql defines the rule's days; incremental_lower_bound.sql resolves a domain a
+# team's plain model names (a model of the kind reads its plan's bound).
+PLAN_QUESTION_EXCEPTIONS = {
+    ("macros/materializations/run_mode.sql", "the invocation's mode"),
+    ("macros/incremental/lookback_days.sql", "the lookback's days"),
+    ("macros/incremental/incremental_lower_bound.sql", "the lookback's days"),
+}
+# the questions' old homes, removed: nothing calls them
+RETIRED_QUESTIONS = ("scope_of_model", "is_incremental_run", "model_meta", "is_reference_table")
+
+
+def test_a_models_run_is_decided_once_by_run_plan_and_its_steps_read_the_plan():
+    import re
+
+    found = []
+    for folder in ("macros", "models", "tests/dbt", "tests/consumer_project"):
+        for sql in sorted((PROJECT_DIR / folder).rglob("*.sql")):
+            where = str(sql.relative_to(PROJECT_DIR))
+            if "dbt_packages" in sql.parts or "target" in sql.parts:
+                continue
+            code = _code(sql.read_text())
+            found += [f"{where}: {m.group(0)} (retired)" for name in RETIRED_QUESTIONS
+                      for m in re.finditer(rf"\b{name}\(", code)]
+            if where == RUN_PLAN_HOME:
+                continue
+            # the model's own meta, nowhere in the framework; the other questions, in its steps
+            found += [f"{where}: {m.group(0)} ({question}: read run_plan())"
+                      for question, pattern in PLAN_QUESTIONS.items()
+                      if (where, question) not in PLAN_QUESTION_EXCEPTIONS
+                      and (where.startswith(KIND_STEPS)
+                           or (question == "the model's config meta" and folder == "macros"))
+                      for m in re.finditer(pattern, code)]
+    assert not found, "\n".join(found)
+
+
 def test_loadable_has_one_definition_that_the_staging_the_audit_and_the_watermark_share():
     """The row rules (quarantine_reason) are applied only inside screened_versions, which adds the
     conflicting-versions rule: the staging, the quarantine audit, the watermark's advance and its

@@ -251,15 +251,6 @@
     {{ return(false) }}
 {% endmacro %}
 
-{#- The scope declaration of the model being compiled (scope_declaration of its config), or
-    none when it declares no scope. -#}
-{% macro scope_of_model() %}
-    {% set block = (config.get('meta') or {}).get('backfill_safe') %}
-    {{ return(backfill_safe.scope_declaration("model " ~ model.name ~ " ("
-        ~ model.original_file_path ~ "), config.meta.backfill_safe", block,
-        config.get('unique_key'))) }}
-{% endmacro %}
-
 {#- '<source>.<table>' as {source_name, table}, or a compiler error naming `where`. -#}
 {% macro scope_source_table(where, text) %}
     {% set parts = (text | string).split('.') %}
