@@ -11,10 +11,8 @@
     succeeded: a failed MERGE notes nothing, and commit_watermarks writes only the advances of
     models whose result is a success. The watermark never moves back.
     One MERGE per invocation instead of one per model: each is an Iceberg commit of the watermark
-    table, about 0.5-0.9 s of a daily run apiece (docs/benchmarks/history.md); and each source
-    read once in it, whichever models read it (watermark_advances_sql): the MERGE of a run of
-    both examples named twelve source reads for six sources, 2-8 s of every daily run in the
-    tests. A process killed between a model's MERGE and the end of the invocation leaves that
+    table; and each source read once in it, whichever models read it (watermark_advances_sql)
+    (docs/benchmarks/history.md). A process killed between a model's MERGE and the end of the invocation leaves that
     model's watermark where it was: the next run reads the same changes again and its MERGE changes nothing it already
     holds (rule 3), so nothing is lost or doubled. Inside the invocation the model's tests see
     the advanced watermark all the same (pending_watermark_sql, read by unreflected_changes).
@@ -34,7 +32,7 @@
     watermark_ts (no watermark: its next run still reads every row) and that start: without it,
     nothing_landed_since_last_run could never skip it, and a model on a source nothing has
     landed in yet (the second example, in the shop's benchmark) redid its whole staging and
-    MERGE on every run: about 6 s of each daily run, for nothing. -#}
+    MERGE on every run, for nothing. -#}
 {% macro advance_watermark() %}
     {% set plan = backfill_safe.run_plan() %}
     {% if plan.declared is none or plan.window is not none or plan.dual_run_model is not none

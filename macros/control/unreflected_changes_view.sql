@@ -124,7 +124,7 @@
     Between the two a reader finds no view: the create of a union of part views, well under a
     second here. An atomic rename of a staged
     view was tried: Iceberg's rename of a view in an embedded metastore left a lock that made
-    every later metastore write of another thread wait 40 s and fail (`One or more instances
+    every later metastore write of another thread wait and fail (`One or more instances
     could not be made persistent`; harness.generated_project's second run). The versions no
     longer referenced are dropped last. `bodies`: the models' audit selects, in the order of
     `names`. -#}

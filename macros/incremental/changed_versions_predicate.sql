@@ -9,8 +9,7 @@
       run's start, less a margin): a version landed before it was in that run's reach, and that
       run's window started no later than this one's, so it was loaded then. Without this, each
       run recomputed everything updated in the lookback, the previous days' changes already
-      loaded (at 5M lines, 25,785 of the 31,719 orders of a daily run), a share that grows
-      with the table. Left out while the pipeline has no recorded start. -#}
+      loaded, a share that grows with the table (docs/benchmarks/history.md). Left out while the pipeline has no recorded start. -#}
 {% macro changed_versions_predicate(plan, update_column='updated_at') %}
     {% if plan.window is not none or plan.lower_bound is none %}
         {{ return(none) }}

@@ -20,17 +20,15 @@
       keys, and its versions: the shared ones and those only the added keys reach, read from
       the sources.
     Without any cache, each reference to the scope inside the select and each pass of the MERGE
-    evaluated the source scans again (measured at 1M shop lines: 24 scans of raw.order_items in
-    one MERGE). The cached views are hash-partitioned on their key (`REPARTITION(key)`: a
+    evaluated the source scans again. The cached views are hash-partitioned on their key (`REPARTITION(key)`: a
     shuffle of the few rows found): a cache keeps its plan's partitions, and a scan of raw has
-    one per split (92 at 1M lines, more as raw grows), so every stage reading the cache ran
+    one per split (more as raw grows), so every stage reading the cache ran
     that many tasks of a few rows each; hashed on the key, the select's windows and joins on it
     also find their input already clustered.
     Returns none, and creates nothing, when every key is in scope (full build, full refresh, no
     watermark yet), while dbt parses, and when the model's inputs landed nothing since its last
     run (nothing_landed_since_last_run): its select is then never run (idle_merge_statement),
-    and its compilation caches nothing (about 1.5 s of an idle fact's run on the tests' tiny
-    warehouse). -#}
+    and its compilation caches nothing (figures: docs/benchmarks/history.md). -#}
 {% macro scope_keys_cached() %}
     {% if not execute or not backfill_safe.run_plan().incremental
         or backfill_safe.nothing_landed_since_last_run() %}

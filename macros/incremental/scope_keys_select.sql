@@ -70,9 +70,9 @@
     for the keys with an event time before any version too. So its keys are those of the
     direct versions naming the `on` whose event source has a version at or after T (every
     version's event time: a superset), plus every key naming an `on` whose earliest version
-    changed. Before this, every key that ever named the `on` was in scope: at 5M shop lines,
-    27 cost changes in the lookback put 93k orders (430k line versions) in a daily run's scope,
-    to restate the few placed after them. It reads the `on` of every version of the direct
+    changed. Before this, every key that ever named the `on` was in scope: a few changes of a
+    member put most of the keys naming it in a daily run's scope, to restate the few placed
+    after them (docs/benchmarks/history.md). It reads the `on` of every version of the direct
     source (nothing to prune), so it is left out when no version of the reached source was
     updated after the lower bound (one memoized probe tells); the event source is read from
     the earliest such T on (a literal: Iceberg prunes its files by the event time's bounds). -#}

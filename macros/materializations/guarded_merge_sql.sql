@@ -13,9 +13,7 @@
       to var merge_scope_literals_max, 20000): the MERGE of a merge-on-read table joins the
       target to the source by a shuffle (a right outer join: the target side cannot be
       broadcast), and the literals filter the target's rows before it, where the event dates
-      only prune files (measured at 5M shop lines, same warehouse, two runs each:
-      fct_order_item's MERGE 12.0 and 12.7 s -> 9.4 and 9.5 s; fct_orders', keyed by its scope
-      key, unchanged at about 7 s);
+      only prune files (docs/benchmarks/history.md);
     - unless meta `stage_merge_source` is false (staging is the default), `source` is the
       scratch table the materialization wrote the rows to merge to (stage_merge_source, from
       the select `staged_from`) instead of a view evaluated by each of the MERGE's passes;

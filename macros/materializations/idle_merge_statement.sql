@@ -2,9 +2,8 @@
     since its last run (nothing_landed_since_last_run; for a model over models, its upstream
     models recorded no change): a select that reads and writes nothing, or none when the run
     has something to do. The materialization asks first, before anything else of the run: no
-    scope is computed or cached, no select analysed, no describe, nothing staged or merged (a
-    no-op model's run was about 1-1.5 s of such statements on the tests' tiny warehouse, 2-3 s
-    for a fact with a declared scope). The check of the select's columns and types against
+    scope is computed or cached, no select analysed, no describe, nothing staged or merged
+    (docs/benchmarks/history.md). The check of the select's columns and types against
     the table waits for the next run that has rows to merge: this one writes nothing. Under
     `pipeline explain` it says so. -#}
 {% macro idle_merge_statement() %}

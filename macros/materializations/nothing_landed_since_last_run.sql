@@ -7,10 +7,9 @@
     read as they did in that run, so its scope is empty: guarded_merge_sql then stages no
     source and runs no MERGE, and advance_watermark records nothing (the watermark cannot move,
     and the next run's landing bound may stay the older start: nothing landed in between).
-    At 20M lines, dim_customer and dim_product spent about 11 s of a daily run on which only
-    orders had landed, finding nothing to merge; a model that joins a seed to a source re-read
-    the seed and committed a watermark on every run (about 1.5 s of an idle run of the
-    examples).
+    Before, a dimension spent seconds of a daily run on which only orders had landed, finding
+    nothing to merge, and a model that joins a seed to a source re-read the seed and committed
+    a watermark on every run (docs/benchmarks/history.md).
     A change of any kind counts (compaction, a property, a seed loaded again unchanged): the run
     is then made as usual, which is only slower. Vars and the clock are not inputs: a model
     whose rows depend on them beside its inputs is idle when only they change (as a model over
@@ -66,8 +65,7 @@
     those models and `bound_at` (a datetime; incremental_landed_bound_at): {unique_id: its
     latest `_loaded_at`, formatted 'yyyy-MM-dd HH:mm:ss.SSSSSS', or none when nothing landed
     after that bound}. One query per invocation (memoized_rows), where each model sent its own
-    probe of its sources (0.1-0.3 s each on the tests' tiny warehouse, 0.3-1 s under load, and
-    several models read the same source); Iceberg reads only the files whose `_loaded_at`
+    probe of its sources, and several models read the same source; Iceberg reads only the files whose `_loaded_at`
     range reaches past the bound. Asked once for the run: a version landed after the read and
     before a model's turn finds the model idle, and an idle run records no start, so the next
     run's bound still reaches it. -#}

@@ -24,8 +24,7 @@
         {#- as literals where they let Iceberg prune at planning (the event date, a partition
             column: a daily aggregate's dates); else the cached keys, which Spark joins below
             the select's grouping (a customer mart's customers: thousands of literals, parsed
-            and optimized in every reference, cost more than the join; 38 s against 6 s at
-            1M lines) -#}
+            and optimized in every reference, cost more than the join; history.md) -#}
         {% set partitioned = config.get('partition_by') or [] %}
         {% set partition_columns = [partitioned] if partitioned is string else partitioned %}
         {% set literals = backfill_safe.scope_key_literals(keys)

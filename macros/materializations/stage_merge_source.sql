@@ -3,10 +3,9 @@
     schema `scratch` (staged_merge_source_relation), which the schema check describes and the
     MERGE reads. Without it the MERGE reads dbt-spark's temporary view, i.e. evaluates the
     model's whole select once per pass of Iceberg's copy-on-write MERGE and once per reference
-    to the scope inside it (measured at 1M lines: raw.order_items scanned 20-24 times in
-    fct_order_item's one MERGE); Spark's cache is not read inside Iceberg's rewritten MERGE plan.
+    to the scope inside it; Spark's cache is not read inside Iceberg's rewritten MERGE plan.
     Written from the select itself, not from a temporary view of it: the view's creation
-    analysed the select once more (0.2-1 s a model on the tests' tiny warehouse, for nothing).
+    analysed the select once more, for nothing (figures: docs/benchmarks/history.md).
     Parquet, not Iceberg: the table is scratch, never branched, never versioned.
     Returns the staged table's relation, or none when the model does not ask for it. -#}
 {% macro stage_merge_source(rows) %}

@@ -4,8 +4,8 @@
     since (dbt's cache forgets a dropped relation and keeps a created one without that text).
     Otherwise dbt's get_columns_in_relation (a `describe extended`). Names only: the listing
     spells types otherwise than describe does (`integer`, `long` for `int`, `bigint`).
-    A run of both examples sent about 30 describes of relations dbt had listed already, most of
-    them in its on-run-end and on-run-start hooks, 0.05-0.2 s each. The listing is as fresh as
+    Without it a run of both examples sent dozens of describes of relations dbt had listed
+    already, most of them in its hooks (docs/benchmarks/history.md). The listing is as fresh as
     the invocation's start: a column added since by a statement dbt's cache does not see (an
     `alter table` in a hook) is missed; the framework changes a table's columns only by
     building it again (a full refresh), which the cache sees. -#}

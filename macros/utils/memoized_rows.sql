@@ -2,7 +2,7 @@
     get the first call's rows (agate rows, as run_query's `.rows`) without a round trip. A
     model's run asks the same small questions from its select, its MERGE and its post-hook (its
     watermark and recorded start, whether anything landed, its scope's order dates): each one a
-    Spark query of 0.1-0.2 s, 29 repeats in a daily run of the graph (docs/benchmarks/history.md).
+    Spark query, asked again and again in a daily run of the graph (docs/benchmarks/history.md).
     Only for answers that cannot change during the invocation but by our own writes:
     commit_watermarks forgets them all (forget_memoized_rows) before it moves the watermarks.
     Kept in invocation_store('memoized_rows'). -#}

@@ -1,7 +1,6 @@
 {#- A view is created again only when its definition changed. dbt-spark's create_view_as (kept
-    as it is otherwise: column comments, comment, contract) replaced every view on every run; at
-    20M lines the daily run spent about 5 s of its 72 re-analysing eight unchanged views (the
-    audit views alone 3 s: Spark resolves every table they read).
+    as it is otherwise: column comments, comment, contract) replaced every view on every run,
+    and Spark resolved every table an unchanged view reads again (docs/benchmarks/history.md).
     The view carries the md5 of its whole `create` statement as the table property
     `backfill_safe.view_md5`. When the relation dbt listed at the start of the run is a view
     whose properties hold the md5 of the statement compiled now, the statement is not run (the
