@@ -12,7 +12,8 @@
     {%- set restricted = backfill_safe.versions_in_scope(
         source_name, table, keys_in, key_column or key_columns[0]) -%}
     {%- set loadable -%}
-        ({{ backfill_safe.screened_versions(restricted, source_name, table) }})
+        ({{ backfill_safe.screened_versions(restricted, source_name, table,
+            key_columns=key_columns) }})
     {%- endset -%}
     {{ backfill_safe.latest_version(loadable, key_columns,
         backfill_safe.landing_contract(source_name, table).update_column) }}

@@ -12,15 +12,16 @@
       - not_null: COLUMN            reason 'null COLUMN'
       - non_negative: COLUMN        reason 'negative COLUMN'
       - reject_if: SQL, reason: R   reason R when the SQL (over the table's columns) is true
+    `key_columns`: the key when the contract has none (a dbt unit test's: landing_contract).
     The expression names the table's columns unqualified (reject_if's SQL is written so): use
     it where they are unambiguous, e.g. over one relation. -#}
-{% macro quarantine_reason(source_name, table) %}
+{% macro quarantine_reason(source_name, table, key_columns=none) %}
     {%- set contract = backfill_safe.landing_contract(source_name, table) -%}
     {%- set where = "source " ~ source_name ~ "." ~ table ~ " (backfill_safe.quarantine)" -%}
     {%- set live = "not coalesce(is_deleted, false) and " -%}
     {%- set numeric = ('bigint', 'int', 'integer', 'smallint', 'tinyint', 'long', 'short') -%}
     {%- set rules = [] -%}
-    {%- for key in contract.unique_key -%}
+    {%- for key in contract.unique_key or key_columns or [] -%}
         {%- do rules.append((key ~ " is null", "null key " ~ key)) -%}
         {%- set data_type = (contract.column_types.get(key) or '') | lower -%}
         {%- if data_type in numeric -%}

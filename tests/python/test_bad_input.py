@@ -246,10 +246,13 @@ def test_dbt_unit_tests_prove_the_staging_keeps_the_latest_loadable_version(ware
     given landed versions, the current one per key (a correction, an out-of-order landing, a
     quarantined latest version, a deletion, a key that is not positive, a rule of the rides
     example's own) and the ranking by the contract's update column.
-    A unit test reads only the source's column types from the warehouse: one landed line."""
-    warehouse.land(order_items=[item(1, 1, "2025-01-01 10:00")])
+    A unit test reads only the source's column types from the warehouse: one landed line, and
+    one customer. The customers' is written as dbt documents a unit test, with no override of a
+    framework macro (issue 80: it failed on the landing contract a unit test's empty graph lacks)."""
+    warehouse.land(order_items=[item(1, 1, "2025-01-01 10:00")], customers=[customer(1, "2025-01-01 10:00")])
     results = warehouse.dbt.invoke("test", "--select", "test_type:unit", check=False)
     assert {r.name: r.status for r in results if r.resource_type == "unit_test"} == {
+        "stg_shop__customers_keeps_the_latest_version_of_each_customer_as_written_by_a_team": "pass",
         "stg_shop__order_items_keeps_the_latest_loadable_version_of_each_line": "pass",
         "stg_shop__order_items_ranks_versions_by_the_contracts_update_column": "pass",
         "stg_rides__trips_loads_only_versions_that_break_no_landing_rule": "pass"}

@@ -105,8 +105,10 @@ def test_a_teams_project_installs_the_framework_and_gets_its_guarantees(tmp_path
         assert set(outcome[build].values()) == {"success", "pass"}, outcome[build]
     # the framework's hooks and tests ran on the team's model, the quarantine check on its source
     # the team's dbt unit test of its model of the kind ran and passed in both builds
-    assert all(outcome[b].get("fct_ticket_keeps_one_row_per_ticket_and_flags_the_deleted_ones") == "pass"
-               for b in ("build_1", "build_2")), outcome
+    # and its unit test of its staging model, which reads versions through the framework's macros
+    assert all(outcome[b].get(test) == "pass" for b in ("build_1", "build_2")
+               for test in ("fct_ticket_keeps_one_row_per_ticket_and_flags_the_deleted_ones",
+                            "stg_helpdesk__tickets_keeps_the_latest_version_of_each_ticket")), outcome
     for name in ("backfill_safe-on-run-start-0", "backfill_safe-on-run-end-0",
                  "backfill_safe_reconcile_daily_totals_fct_ticket_", "backfill_safe_no_unloaded_changes_fct_ticket_",
                  "backfill_safe_source_landed_rows_are_loaded_or_quarantined_helpdesk_tickets_"):
