@@ -44,10 +44,11 @@
     {% if backfill_safe.nothing_landed_since_last_run() %}
         {{ return('') }}
     {% endif %}
-    {#- a model whose changes are models of the kind reads no landed version itself: only its
-        run's start is recorded (its next run's landing bound), with no watermark -#}
+    {#- a model whose changes are only models of the kind reads no landed version itself: only
+        its run's start is recorded (its next run's landing bound), with no watermark (one that
+        names landed sources beside them: theirs, below) -#}
     {% set scope = plan.scope %}
-    {% if scope is not none and scope.models %}
+    {% if scope is not none and scope.models and not (scope.direct or scope.through) %}
         {% do backfill_safe.pending_watermarks().update({this.identifier: "select '"
             ~ backfill_safe.validated_identifier(this.identifier) ~ "' as pipeline_name, "
             ~ "cast(null as timestamp) as loaded_through"}) %}

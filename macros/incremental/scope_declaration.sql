@@ -14,7 +14,12 @@
                   source's column `on` (both tables hold it), e.g. a header or a dimension;
                   `effective_dated: true` when a version is in effect from its update time on
                   (type 2): it then reaches only the keys whose event time is at or after it,
-                  or every key of `on` when it is the earliest version
+                  or every key of `on` when it is the earliest version; and the models of
+                  the kind whose runs' changes put keys in scope, each {model[, key]}
+                  (scope_model_changes: an aggregate, a mart over a fact). A scope that names
+                  models may name landed sources beside them (a mart over a fact and a source:
+                  direct ones, or through a direct one, not effective-dated), and then takes no
+                  event_time nor lookups, and its model a lookback (the landed sources' window)
       lookups:    (optional) landed sources read for whether a member arrived, whose changes put
                   no key in scope (list them in watermark_exclude too): each
                   {source, on, named_by}: the versions of the members whose `on` a direct
@@ -28,7 +33,7 @@
     event: {source_name, table, column}, direct: [{source_name, table, name, update_column}],
     through: [{source_name, table, update_column, via: {source_name, table},
     on, effective_dated}], lookups: [{source_name, table, on, named_by: {source_name, table}}],
-    awaiting}, or none when `block` (the backfill_safe block) declares no scope. A declaration
+    models: [scope_model_changes' entries], awaiting} (event none when models are named), or none when `block` (the backfill_safe block) declares no scope. A declaration
     that names what its sources lack is a compiler error naming the model (`where_declared`:
     "model <name> (<file>), config.meta.backfill_safe") and the key; the sources are checked
     only once dbt executes (while it parses there is no graph). -#}
@@ -57,26 +62,84 @@
     {% endif %}
     {% set changes = scope.changes if scope.changes is sequence and scope.changes is not string
         else [scope.changes] %}
-    {#- changes that are models of the kind (scope_model_changes): a scope of its own -#}
-    {% set models = backfill_safe.scope_model_changes(where, changes, key) %}
-    {% if models is not none %}
+    {#- changes that are models of the kind (scope_model_changes), and landed sources -#}
+    {% set model_entries = [] %}
+    {% set landed_entries = [] %}
+    {% for change in changes %}
+        {% do (model_entries if change is mapping and 'model' in change
+            else landed_entries).append(change) %}
+    {% endfor %}
+    {% set models = backfill_safe.scope_model_changes(where, model_entries, key)
+        if model_entries else [] %}
+    {% set awaiting = backfill_safe.awaiting_predicate(
+        where ~ ".awaiting", scope.get('awaiting')) %}
+    {% if models %}
+        {#- its keys are those its upstream models' runs changed, and those of the landed
+            sources' changes when it names some (a mart over a fact and a source); a backfill
+            restates the window's event dates of its own rows (rows_over_models) -#}
         {% for name in ['event_time', 'lookups'] if scope.get(name) %}
-            {{ exceptions.raise_compiler_error(where ~ "." ~ name ~ ": a scope whose changes are "
+            {{ exceptions.raise_compiler_error(where ~ "." ~ name ~ ": a scope whose changes name "
                 ~ "models of the kind has no " ~ name ~ " (its keys are those its upstream "
-                ~ "models' runs changed)") }}
+                ~ "models' runs changed and those its landed sources' new versions name)") }}
         {% endfor %}
-        {{ return({'key': key, 'key_columns': {}, 'domain': block.get('lookback'),
-                   'event': none, 'direct': [], 'through': [], 'lookups': [], 'models': models,
-                   'awaiting': backfill_safe.awaiting_predicate(
-                       where ~ ".awaiting", scope.get('awaiting'))}) }}
+        {% set landed = backfill_safe.scope_landed_changes(where, landed_entries, key) %}
+        {% for entry in landed.through if entry.effective_dated %}
+            {{ exceptions.raise_compiler_error(where ~ ".changes: " ~ entry.name ~ " is "
+                ~ "effective_dated, which needs the scope's event_time: a scope whose changes name "
+                ~ "models of the kind has none (drop effective_dated: every key naming a changed "
+                ~ "version's `on` is then in scope)") }}
+        {% endfor %}
+        {% do backfill_safe.scope_references_direct(where, landed, []) %}
+        {{ return({'key': key, 'key_columns': landed.key_columns,
+                   'domain': block.get('lookback'), 'event': none, 'direct': landed.direct,
+                   'through': landed.through, 'lookups': [], 'models': models,
+                   'awaiting': awaiting}) }}
     {% endif %}
     {% set event_parts = (scope.event_time | string).split('.') %}
     {% if event_parts | length != 3 %}
         {{ exceptions.raise_compiler_error(where ~ ": event_time must read "
             ~ "'<source>.<table>.<column>'; got '" ~ scope.event_time ~ "'") }}
     {% endif %}
-    {% set declared = {'direct': [], 'through': [], 'lookups': []} %}
-    {% set key_columns = {} %}
+    {% set declared = backfill_safe.scope_landed_changes(where, landed_entries, key) %}
+    {% for lookup in scope.get('lookups') or [] %}
+        {% if lookup is not mapping or not lookup.get('source') or not lookup.get('on')
+            or not lookup.get('named_by') %}
+            {{ exceptions.raise_compiler_error(where ~ ".lookups: each is {source, on, named_by};"
+                ~ " got " ~ lookup) }}
+        {% endif %}
+        {% set entry = backfill_safe.scope_contract_of(where ~ ".lookups",
+            backfill_safe.scope_source_table(where ~ ".lookups", lookup.source), [lookup.on]) %}
+        {% do entry.update({'on': lookup.on,
+            'named_by': backfill_safe.scope_source_table(where ~ ".lookups.named_by", lookup.named_by)}) %}
+        {% do declared.lookups.append(entry) %}
+    {% endfor %}
+    {% set event = {'source_name': event_parts[0], 'table': event_parts[1],
+                    'column': event_parts[2]} %}
+    {% set references = [('event_time', event, [event.column])] %}
+    {% for entry in declared.lookups %}
+        {% do references.append(('lookups.named_by', entry.named_by, [entry.on])) %}
+    {% endfor %}
+    {% do backfill_safe.scope_references_direct(where, declared, references) %}
+    {{ return({
+        'key': key,
+        'key_columns': declared.key_columns,
+        'domain': block.get('lookback'),
+        'event': event,
+        'direct': declared.direct,
+        'through': declared.through,
+        'lookups': declared.lookups,
+        'models': [],
+        'awaiting': awaiting,
+    }) }}
+{% endmacro %}
+
+{#- The landed sources among a scope's changes (`changes`: its entries that name no model), checked:
+    {direct: [{source_name, table, name, update_column}], through: [... with via, on,
+    effective_dated], lookups: [], key_columns: {'<source>.<table>': the direct source's column
+    holding the scope `key`}}. `where`: the scope's place in the declaration, for errors. -#}
+{% macro scope_landed_changes(where, changes, key) %}
+    {% set declared = {'direct': [], 'through': [], 'lookups': [], 'key_columns': {}} %}
+    {% set key_columns = declared.key_columns %}
     {% for change in changes %}
         {% set direct = change is string
             or (change is mapping and 'through' not in change and 'on' not in change) %}
@@ -134,69 +197,42 @@
                 ~ "{source, through, on}; got " ~ change) }}
         {% endif %}
     {% endfor %}
-    {% for lookup in scope.get('lookups') or [] %}
-        {% if lookup is not mapping or not lookup.get('source') or not lookup.get('on')
-            or not lookup.get('named_by') %}
-            {{ exceptions.raise_compiler_error(where ~ ".lookups: each is {source, on, named_by};"
-                ~ " got " ~ lookup) }}
-        {% endif %}
-        {% set entry = backfill_safe.scope_contract_of(where ~ ".lookups",
-            backfill_safe.scope_source_table(where ~ ".lookups", lookup.source), [lookup.on]) %}
-        {% do entry.update({'on': lookup.on,
-            'named_by': backfill_safe.scope_source_table(where ~ ".lookups.named_by", lookup.named_by)}) %}
-        {% do declared.lookups.append(entry) %}
-    {% endfor %}
-    {#- what the entries refer to must be a direct source, holding the column they join on -#}
+    {{ return(declared) }}
+{% endmacro %}
+
+{#- Checks that what a scope's entries refer to (a `through` entry's `via`, and `references`:
+    [(name in the declaration, {source_name, table}, [columns])]) is a direct source of the
+    scope (`declared`, scope_landed_changes') holding the columns, or a compiler error naming
+    `where` and the entry. -#}
+{% macro scope_references_direct(where, declared, references) %}
     {% set direct_names = declared.direct | map(attribute='name') | list %}
-    {% set event = {'source_name': event_parts[0], 'table': event_parts[1],
-                    'column': event_parts[2]} %}
-    {% set references = [('event_time', event, [event.column])] %}
+    {% set all = references | list %}
     {% for entry in declared.through %}
-        {% do references.append(('changes.through', entry.via, [entry.on])) %}
+        {% do all.append(('changes.through', entry.via, [entry.on])) %}
     {% endfor %}
-    {% for entry in declared.lookups %}
-        {% do references.append(('lookups.named_by', entry.named_by, [entry.on])) %}
-    {% endfor %}
-    {% for name, table, columns in references %}
+    {% for name, table, columns in all %}
         {% if table.source_name ~ '.' ~ table.table not in direct_names %}
             {{ exceptions.raise_compiler_error(where ~ "." ~ name ~ ": '" ~ table.source_name ~ "."
                 ~ table.table ~ "' is not among its direct changes " ~ direct_names) }}
         {% endif %}
         {% do backfill_safe.scope_contract_of(where ~ "." ~ name, table, columns) %}
     {% endfor %}
-    {% set awaiting = backfill_safe.awaiting_predicate(
-        where ~ ".awaiting", scope.get('awaiting')) %}
-    {{ return({
-        'key': key,
-        'key_columns': key_columns,
-        'domain': block.get('lookback'),
-        'event': event,
-        'direct': declared.direct,
-        'through': declared.through,
-        'lookups': declared.lookups,
-        'models': [],
-        'awaiting': awaiting,
-    }) }}
 {% endmacro %}
 
 {#- The changes of a scope that are models of the kind, `{model: <name>}` or `{model: <name>,
     key: <column>}` (the upstream model's column holding this model's scope `key`; the key's own
     name when left out): [{name, unique_id, column, relation, changes}] (`changes`: the table
     where the upstream's runs record what they changed, model_changes_relation), or none when
-    no entry names a model. A model's changes are all models or all landed sources; an entry
-    that names a model not of the kind, or a column the model does not document, is a
-    compiler error naming `where`. The models are checked only once dbt executes. -#}
+    no entry names a model (`changes`: the entries that name one; the landed sources beside them
+    are scope_landed_changes'). An entry that names a model not of the kind, or a column the
+    model does not document, is a compiler error naming `where`. The models are checked only
+    once dbt executes. -#}
 {% macro scope_model_changes(where, changes, key) %}
     {% if not backfill_safe.names_models(changes) %}
         {{ return(none) }}
     {% endif %}
     {% set found = [] %}
     {% for change in changes %}
-        {% if change is not mapping or 'model' not in change %}
-            {{ exceptions.raise_compiler_error(where ~ ".changes: models of the kind and landed "
-                ~ "sources cannot be mixed in one scope (" ~ change ~ " is no model): a model "
-                ~ "reads the changes of models, or of landed sources") }}
-        {% endif %}
         {% for name in change.keys() if name not in ['model', 'key'] %}
             {{ exceptions.raise_compiler_error(where ~ ".changes: unknown key '" ~ name
                 ~ "' (keys: model, key for a model of the kind)") }}
@@ -246,6 +282,18 @@
     {% set entries = changes if changes is sequence and changes is not string
         and changes is not mapping else [changes] %}
     {% for change in entries if change is mapping and 'model' in change %}
+        {{ return(true) }}
+    {% endfor %}
+    {{ return(false) }}
+{% endmacro %}
+
+{#- True when a scope's `changes` (a list, or one entry) name a landed source (an entry that
+    names no model). -#}
+{% macro names_landed_sources(changes) %}
+    {% set entries = changes if changes is sequence and changes is not string
+        and changes is not mapping else [changes] %}
+    {% for change in entries if change is not none
+        and not (change is mapping and 'model' in change) %}
         {{ return(true) }}
     {% endfor %}
     {{ return(false) }}

@@ -110,15 +110,25 @@
 {% endmacro %}
 
 {#- scope_keys_cache for a scope whose changes are models of the kind: the keys their runs
-    changed (model_scope_keys_select), and those of the table's rows awaiting a member, in one
-    cached temporary view; none when every key is in scope. -#}
+    changed (model_scope_keys_select), on a daily run those its landed sources' changes reach
+    when it names some beside them (scope_keys_select; a backfill adds the window's keys in
+    rows_over_models), and those of the table's rows awaiting a member, in one cached temporary
+    view; none when every key is in scope. -#}
 {% macro model_scope_keys_cache(scope) %}
     {% set changed = backfill_safe.model_scope_keys_select(scope) %}
     {% if changed is none %}
         {{ return(none) }}
     {% endif %}
+    {% set daily = backfill_safe.run_plan().window is none %}
+    {% if daily and (scope.direct or scope.through) %}
+        {% set landed = backfill_safe.scope_keys_select() %}
+        {% if landed is none %}
+            {{ return(none) }}
+        {% endif %}
+        {% set changed = changed ~ "\nunion\n" ~ landed %}
+    {% endif %}
     {% do backfill_safe.cache_scope_keys(changed, scope.key,
-        scope.awaiting if backfill_safe.run_plan().window is none else none) %}
+        scope.awaiting if daily else none) %}
     {{ return(backfill_safe.scope_keys_cache_subquery()) }}
 {% endmacro %}
 

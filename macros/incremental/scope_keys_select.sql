@@ -28,10 +28,12 @@
             "model " ~ this ~ ": scope_keys_select needs config.meta.backfill_safe.scope") }}
     {% endif %}
     {% set key = scope.key %}
-    {% set event_source = source(scope.event.source_name, scope.event.table) %}
-    {% set event_time = scope.event.column %}
     {% set window = plan.window %}
     {% if window is not none %}
+        {#- (a scope that names models has no event source: rows_over_models adds the window's
+            keys from its rows' event dates) -#}
+        {% set event_source = source(scope.event.source_name, scope.event.table) %}
+        {% set event_time = scope.event.column %}
         {% set event_date = plan.declared.event_date %}
         {% set in_window %}
             select {{ backfill_safe.key_as(scope, scope.event) }} from {{ event_source }}
@@ -84,13 +86,13 @@
     {% set via = source(reached.via.source_name, reached.via.table) %}
     {% set changed_versions = backfill_safe.changed_versions_predicate(
         backfill_safe.run_plan(), updated) %}
-    {% set via_key = backfill_safe.scope_key_column(scope, reached.via) %}
-    {% set event_key = backfill_safe.scope_key_column(scope, scope.event) %}
     {% if not reached.effective_dated %}
         {{ return(["select " ~ backfill_safe.key_as(scope, reached.via) ~ " from " ~ via
             ~ " where " ~ on ~ " in (select " ~ on ~ " from " ~ members
             ~ " where " ~ changed_versions ~ ")"]) }}
     {% endif %}
+    {% set via_key = backfill_safe.scope_key_column(scope, reached.via) %}
+    {% set event_key = backfill_safe.scope_key_column(scope, scope.event) %}
     {% set first_change = backfill_safe.memoized_rows(
         "select date_format(min(" ~ updated ~ "), 'yyyy-MM-dd HH:mm:ss.SSSSSS') from " ~ members
         ~ " where " ~ changed_versions)[0][0] %}

@@ -19,7 +19,8 @@
     changed). Around the statement: the scope caches are made
     first (before a backfill's branch is set, as the select's compilation made them), then a
     backfill's branch (use_backfill_branch), the model's own pre-hooks and post-hooks, the
-    watermark's advance noted (advance_watermark), the staged source dropped, the model's
+    current state it keeps when it names none (maintain_current_state), the watermark's advance
+    noted (advance_watermark), the staged source dropped, the model's
     `grants` applied (apply_grants; refused by name unless var grants_supported). -#}
 {% materialization backfill_safe, adapter='spark' %}
     {#- what this invocation does with the model, decided once (the select's compilation read
@@ -117,6 +118,8 @@
                 config.get('incremental_predicates'), rows if staged else none, described) }}
         {%- endcall -%}
     {%- endif -%}
+    {#- a mart's current state, when the framework keeps it: its select, unscoped -#}
+    {%- set current_state_view = backfill_safe.maintain_current_state(compiled_code) -%}
     {%- do backfill_safe.advance_watermark() -%}
     {%- set drop_staged = '' if idle else backfill_safe.drop_staged_merge_source() | trim -%}
     {%- if drop_staged -%}
@@ -131,5 +134,5 @@
     {%- endif -%}
     {{ run_hooks(post_hooks) }}
     {%- do persist_docs(this, model) -%}
-    {{ return({'relations': [this]}) }}
+    {{ return({'relations': [this] + ([current_state_view] if current_state_view else [])}) }}
 {% endmaterialization %}

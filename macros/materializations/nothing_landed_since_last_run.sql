@@ -21,9 +21,10 @@
     {% if not plan.incremental or plan.window is not none or plan.dual_run_model is not none %}
         {{ return(false) }}
     {% endif %}
-    {#- a model whose changes are models of the kind: nothing recorded by them since -#}
+    {#- a model whose changes are models of the kind: nothing recorded by them since (one that
+        names landed sources beside them: its inputs, as any model's, below) -#}
     {% set scope = plan.scope %}
-    {% if scope is not none and scope.models %}
+    {% if scope is not none and scope.models and not (scope.direct or scope.through) %}
         {{ return(backfill_safe.nothing_changed_upstream(scope)) }}
     {% endif %}
     {% set inputs = backfill_safe.input_relations(model.unique_id) %}

@@ -13,8 +13,9 @@
     {% set declared, scope = plan.declared, plan.scope %}
     {% set key = scope.key %}
     {#- nothing recorded upstream since its last run (one probe): no row to merge, and nothing
-        cached or read to find it (guarded_merge_sql then stages nothing) -#}
-    {% if backfill_safe.nothing_changed_upstream(scope) %}
+        cached or read to find it (guarded_merge_sql then stages nothing); a scope that names
+        landed sources too was probed as a whole (nothing_landed_since_last_run) -#}
+    {% if not (scope.direct or scope.through) and backfill_safe.nothing_changed_upstream(scope) %}
         {{ return("select *, false as _is_deleted from " ~ this ~ " where false") }}
     {% endif %}
     {% set keys = backfill_safe.scope_keys_cached() %}

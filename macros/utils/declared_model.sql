@@ -3,10 +3,12 @@
       event_date:    the column of its event date (its partition column): the dates a
                      restatement rewrites, the grain of its reconciliation
       lookback:      its window in whole days, or a domain of var lookback_days (shared)
-      current_state: the model that holds every key's row as it should be now, with no
-                     incremental logic (every column of this model plus `is_deleted`); for a
-                     model materialized `backfill_safe` whose select reads one model, that
-                     model when left out
+      current_state: (optional) the model that holds every key's row as it should be now,
+                     with no incremental logic (every column of this model plus `is_deleted`);
+                     left out, the model its select reads when it reads one, else the view
+                     `<schema>.<alias>__current_state` of its own select that the framework
+                     keeps (maintain_current_state; a select that calls scope_keys() must
+                     name one)
       dimension:     (a dimension, instead of event_date, current_state, measures and scope)
                      its type and members (declared_dimension)
       reference:     true (a reference table, the only key: declared_reference): its select
@@ -19,8 +21,9 @@
       restatement_window: (optional) how many days back from its watermark a late row is
                      restated without sign-off: whole days, or a key of var
                      restatement_window_days (restatement_window_days)
-    Returned as {name, unique_id, relation, unique_key, event_date, lookback, current_state,
-    current_state_relation, measures, scope, max_scan_share, restatement_window (days)}. A
+    Returned as {name, unique_id, relation, unique_key, event_date, lookback, current_state
+    (a unique id, none when maintained), current_state_relation, current_state_maintained,
+    measures, scope, max_scan_share, restatement_window (days)}. A
     declaration that is incomplete or names what does not exist is a compiler error naming the
     model and the key. `node` is a model node of the graph. -#}
 {% macro declared_model(node) %}
@@ -29,8 +32,8 @@
     {% set where = "model " ~ node.name ~ " (" ~ node.original_file_path
         ~ "), config.meta.backfill_safe" %}
     {% if block is not mapping %}
-        {{ exceptions.raise_compiler_error(where ~ ": a mapping with event_date, lookback and "
-            ~ "current_state is required; got " ~ block) }}
+        {{ exceptions.raise_compiler_error(where ~ ": a mapping with event_date and lookback "
+            ~ "is required; got " ~ block) }}
     {% endif %}
     {% if 'dimension' in block %}
         {{ return(backfill_safe.declared_dimension(node, block, where)) }}
@@ -46,19 +49,28 @@
     {% endfor %}
     {% set current_state = block.get('current_state')
         or backfill_safe.selected_model(node) %}
-    {#- a model whose changes are models of the kind has no lookback: its scope is what their
-        runs changed (scope_model_changes) -#}
+    {#- none declared, and the select reads several inputs (a mart): the framework keeps its
+        current state, a view of the model's own select (maintain_current_state), which must
+        then not restrict itself to a run's keys -#}
+    {% set maintained = current_state in [none, ''] %}
+    {% if maintained and 'scope_keys(' in (node.raw_code or '') %}
+        {{ exceptions.raise_compiler_error(where ~ ": 'current_state' is missing: a select that "
+            ~ "restricts itself to a run's keys (scope_keys()) names the model that holds every "
+            ~ "key's row as it should be now, with no incremental logic") }}
+    {% endif %}
+    {#- a model whose changes are only models of the kind has no lookback: its scope is what
+        their runs changed (scope_model_changes); one that names landed sources beside them
+        has one, their window (rule 1) -#}
     {% set over_models = block.get('scope') is mapping
-        and backfill_safe.names_models(block.scope.get('changes')) %}
+        and backfill_safe.names_models(block.scope.get('changes'))
+        and not backfill_safe.names_landed_sources(block.scope.get('changes')) %}
     {% if over_models and block.get('lookback') is not none %}
         {{ exceptions.raise_compiler_error(where ~ ": lookback: a model whose changes are models "
             ~ "of the kind has no lookback (its scope is the keys their runs changed); drop it") }}
     {% endif %}
-    {% for key in ['event_date', 'current_state'] + ([] if over_models else ['lookback'])
-        if (block.get(key) if key != 'current_state' else current_state) in [none, ''] %}
-        {{ exceptions.raise_compiler_error(where ~ ": '" ~ key ~ "' is missing"
-            ~ (" (it is the model the select reads when it reads one; this one reads "
-               ~ node.depends_on.nodes | join(', ') ~ ")" if key == 'current_state' else "")) }}
+    {% for key in ['event_date'] + ([] if over_models else ['lookback'])
+        if block.get(key) in [none, ''] %}
+        {{ exceptions.raise_compiler_error(where ~ ": '" ~ key ~ "' is missing") }}
     {% endfor %}
     {% if not over_models %}
         {% do backfill_safe.lookback_declaration(where, block.lookback) %}
@@ -78,13 +90,28 @@
         {{ exceptions.raise_compiler_error(where ~ ": column '" ~ column ~ "' is not among the "
             ~ "model's documented columns " ~ documented) }}
     {% endfor %}
-    {% set states = graph.nodes.values() | selectattr('resource_type', 'equalto', 'model')
-        | selectattr('name', 'equalto', current_state) | list %}
-    {% if not states %}
-        {{ exceptions.raise_compiler_error(where ~ ": current_state '" ~ current_state
-            ~ "' is no model of the project") }}
+    {#- a documented type of the event date is checked here, before anything runs (a table
+        whose column is not a DATE is still refused after its full build: check_event_date_type) -#}
+    {% set event_type = ((node.columns.get(block.event_date) or {}).get('data_type') or '')
+        | string | trim | lower %}
+    {% if event_type and event_type != 'date' %}
+        {{ exceptions.raise_compiler_error(where ~ ": event_date '" ~ block.event_date ~ "' is "
+            ~ "documented as " ~ event_type ~ "; it must be a DATE (restate, backfill windows "
+            ~ "and the audit compare it with dates): cast it in the select, cast(... as date) as "
+            ~ block.event_date ~ ", and document its data_type: date") }}
     {% endif %}
-    {% set state = states[0] %}
+    {% if maintained %}
+        {% set state = {'unique_id': none, 'database': node.database, 'schema': node.schema,
+                        'alias': node.alias ~ '__current_state'} %}
+    {% else %}
+        {% set states = graph.nodes.values() | selectattr('resource_type', 'equalto', 'model')
+            | selectattr('name', 'equalto', current_state) | list %}
+        {% if not states %}
+            {{ exceptions.raise_compiler_error(where ~ ": current_state '" ~ current_state
+                ~ "' is no model of the project") }}
+        {% endif %}
+        {% set state = states[0] %}
+    {% endif %}
     {% set scope = backfill_safe.scope_declaration(where, block, unique_key) %}
     {% if scope is not none and documented and scope.key not in documented %}
         {{ exceptions.raise_compiler_error(where ~ ".scope: key '" ~ scope.key ~ "' is not among "
@@ -111,6 +138,7 @@
         'current_state': state.unique_id,
         'current_state_relation': api.Relation.create(database=state.database,
             schema=state.schema, identifier=state.alias, type='view'),
+        'current_state_maintained': maintained,
         'measures': measures,
         'scope': scope,
         'max_scan_share': share,

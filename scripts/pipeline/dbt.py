@@ -83,10 +83,15 @@ class Dbt:
 
     def _full(self, command: list[str]) -> list[str]:
         full = ["--log-path", self._log_path] + (["--quiet"] if self._quiet else [])
+        return full + command + self._project_args()
+
+    def _project_args(self) -> list[str]:
+        """The project every invocation of this dbt works on: its own (`project_dir`, with its
+        target folder), else the tools'."""
         if self._project is not None:
-            return full + command + ["--project-dir", str(self._project), "--profiles-dir", str(paths.PROFILES_DIR),
-                                     "--target-path", str(self._project / "target")]
-        return full + command + ["--project-dir", str(paths.PROJECT_DIR), "--profiles-dir", str(paths.PROFILES_DIR)]
+            return ["--project-dir", str(self._project), "--profiles-dir", str(paths.PROFILES_DIR),
+                    "--target-path", str(self._project / "target")]
+        return ["--project-dir", str(paths.PROJECT_DIR), "--profiles-dir", str(paths.PROFILES_DIR)]
 
     def _invoke_runner(self, args: list[str]) -> dbtRunnerResult:
         callbacks = self._runner.callbacks
@@ -205,8 +210,7 @@ class Dbt:
     def _invoke_silent(self, command: list[str]) -> dbtRunnerResult:
         """An invocation whose results are returned, not printed: `ls` and `show` print them even
         with --quiet, so --log-level none too. DbtError when it fails."""
-        full = ["--quiet", "--log-level", "none", "--log-path", self._log_path, *command,
-                "--project-dir", str(paths.PROJECT_DIR), "--profiles-dir", str(paths.PROFILES_DIR)]
+        full = ["--quiet", "--log-level", "none", "--log-path", self._log_path, *command, *self._project_args()]
         result = self._invoke_runner(full)
         if result.exception is not None or not result.success:
             raise DbtError(command, [], result.exception)

@@ -64,15 +64,20 @@ def is_framework_model(node: dict) -> bool:
     return node.get("resource_type") == "model" and node.get("config", {}).get("materialized") == "backfill_safe"
 
 
-def _current_state(node: dict, block: dict, by_id: dict) -> dict | None:
-    """The declared current state, or, for a model materialized `backfill_safe` whose select
-    reads one model, that model (the macro declared_model derives the same)."""
+def _current_state(node: dict, block: dict, by_id: dict) -> str | None:
+    """schema.table of the declared current state; for a model materialized `backfill_safe`
+    whose select reads one model, that model's; else the view of its own select the framework
+    keeps, `<schema>.<alias>__current_state` (the macros declared_model and
+    maintain_current_state derive the same)."""
     if block.get("current_state"):
-        return next((n for n in by_id.values() if n["name"] == block["current_state"]), None)
+        state = next((n for n in by_id.values() if n["name"] == block["current_state"]), None)
+        return _relation(state) if state else None
+    if node["config"].get("materialized") != "backfill_safe":
+        return None
     parents = node.get("depends_on", {}).get("nodes", [])
-    if node["config"].get("materialized") == "backfill_safe" and len(parents) == 1 and parents[0] in by_id:
-        return by_id[parents[0]]
-    return None
+    if len(parents) == 1 and parents[0] in by_id:
+        return _relation(by_id[parents[0]])
+    return f"{_relation(node)}__current_state"
 
 
 def incremental_models() -> list[IncrementalModel]:
@@ -97,9 +102,10 @@ def incremental_models() -> list[IncrementalModel]:
             if value is not None and not _IDENTIFIER.fullmatch(str(value)):
                 raise ValueError(f"model {node['name']}: config.meta.backfill_safe.{key} = {value!r} is not a column name")
         scope = (block or {}).get("scope") or {}
-        ties = tuple(sorted((str(change["model"]), str(change.get("key") or scope.get("key")))
+        scope_key = str(scope.get("key") or config["unique_key"])  # the unique key when left out
+        ties = tuple(sorted((str(change["model"]), str(change.get("key") or scope_key))
                             for change in scope.get("changes") or [] if isinstance(change, dict) and "model" in change))
-        for what, column in [("scope.key", str(scope.get("key")))] * bool(ties) + [
+        for what, column in [("scope.key", scope_key)] * bool(ties) + [
                 (f"scope.changes ({model})", column) for model, column in ties]:
             if not _IDENTIFIER.fullmatch(column):
                 raise ValueError(f"model {node['name']}: config.meta.backfill_safe.{what} = {column!r} is not a"
@@ -108,11 +114,11 @@ def incremental_models() -> list[IncrementalModel]:
             node["name"], _relation(node), config["unique_key"],
             declared=block is not None,
             event_date=(block or {}).get("event_date") or (partition_by[0] if partition_by else None),
-            current_state=_relation(state) if state else None,
+            current_state=state,
             measures=tuple((block or {}).get("measures") or ()),
             sources=_upstream_sources(manifest, node["unique_id"]),
             upstream_models=tuple(model for model, _ in ties),
-            scope_key=str(scope["key"]) if ties else None,
+            scope_key=scope_key if ties else None,
             upstream_columns=ties,
         ))
     return sorted(models, key=lambda m: (not m.name.startswith("dim_"), m.name))

@@ -35,6 +35,28 @@ def test_a_declared_model_brings_its_event_date_current_state_measures_and_sourc
     assert trip.declared and trip.current_state == "staging.int_trips__current_state"
 
 
+def test_a_mart_reading_several_inputs_has_the_current_state_view_the_framework_keeps(
+        parsed: dict, tmp_path, monkeypatch):
+    """Its select reads a model of the kind, a view and a source, and it names no current
+    state: the tools read the view of its select (maintain_current_state), and its scope key
+    defaults to its unique key."""
+    changed = json.loads(json.dumps(parsed))
+    mart = json.loads(json.dumps(changed["nodes"]["model.backfill_safe.fct_trip"]))
+    mart.update(name="trip_driver_names", unique_id="model.backfill_safe.trip_driver_names", alias="trip_driver_names")
+    mart["config"]["meta"] = {"backfill_safe": {"event_date": "trip_date", "lookback": 2, "scope": {"changes": [
+        {"model": "fct_trip"}, "rides.trips"]}}}
+    mart["depends_on"] = {"macros": [], "nodes": ["model.backfill_safe.fct_trip", "model.backfill_safe.stg_rides__trips",
+                                                  "source.backfill_safe.rides.drivers"]}
+    changed["nodes"][mart["unique_id"]] = mart
+    (tmp_path / "manifest.json").write_text(json.dumps(changed))
+    monkeypatch.setenv("DBT_TARGET_PATH", str(tmp_path))
+    models = {m.name: m for m in manifest.incremental_models()}
+    assert models["trip_driver_names"].current_state == "marts.trip_driver_names__current_state"
+    assert models["trip_driver_names"].upstream_models == ("fct_trip",)
+    assert models["trip_driver_names"].scope_key == "trip_id"
+    assert models["fct_trip"].current_state == "staging.int_trips__current_state"  # it reads one model
+
+
 def test_only_models_of_the_framework_kind_are_pipelines(parsed: dict, tmp_path, monkeypatch):
     # a plain incremental model (not materialized backfill_safe, here without a unique_key: dbt's
     # append) is

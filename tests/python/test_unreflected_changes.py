@@ -340,15 +340,25 @@ BROKEN_MODEL_CHANGES = {
         {**OVER_MODELS, "scope": {"changes": [{"model": "fct_orders"}]}},
         {"unique_id": "model.backfill_safe.int_orders__current_state"},
         ".scope.changes: a cycle: model 'fct_orders' reads this model"),
-    "models and sources mixed": (
+    "models and sources without the sources' lookback": (
         {**OVER_MODELS, "scope": {"changes": [{"model": "fct_orders"}, "shop.orders"]}}, {},
-        ".scope.changes: models of the kind and landed sources cannot be mixed in one scope"),
+        ": 'lookback' is missing"),
+    "an effective-dated source beside models": (
+        {**OVER_MODELS, "lookback": "sales", "scope": {"changes": [
+            {"model": "fct_orders"}, "shop.order_items",
+            {"source": "shop.products", "through": "shop.order_items", "on": "product_id", "effective_dated": True}]}},
+        {}, ".scope.changes: shop.products is effective_dated, which needs the scope's event_time: a scope whose "
+            "changes name models of the kind has none"),
+    "a source beside models reached through one that is not direct": (
+        {**OVER_MODELS, "lookback": "sales", "scope": {"changes": [
+            {"model": "fct_orders"}, {"source": "shop.customers", "through": "shop.orders", "on": "customer_id"}]}},
+        {}, ".scope.changes.through: 'shop.orders' is not among its direct changes []"),
     "a lookback": (
         {**OVER_MODELS, "lookback": "sales", "scope": {"changes": [{"model": "fct_orders"}]}}, {},
         ": lookback: a model whose changes are models of the kind has no lookback"),
     "an event time": (
         {**OVER_MODELS, "scope": {"event_time": "shop.orders.ordered_at", "changes": [{"model": "fct_orders"}]}},
-        {}, ".scope.event_time: a scope whose changes are models of the kind has no event_time"),
+        {}, ".scope.event_time: a scope whose changes name models of the kind has no event_time"),
     "another key in a model's entry": (
         {**OVER_MODELS, "scope": {"changes": [{"model": "fct_orders", "on": "order_id"}]}}, {},
         ".scope.changes: unknown key 'on' (keys: model, key for a model of the kind)"),
@@ -422,9 +432,15 @@ def test_a_broken_declaration_of_changes_from_models_is_a_compile_error_naming_t
 
 
 def test_a_declaration_of_changes_from_models_that_the_select_reads_is_accepted(base: Warehouse):
+    """Models alone; and models and landed sources mixed in one scope, with the sources' lookback."""
     import json
 
     node = _example_node({**OVER_MODELS, "scope": {"changes": [{"model": "fct_orders"}]}})
+    node["depends_on"]["nodes"] = ["model.backfill_safe.fct_orders"]
+    base.dbt.invoke("run-operation", "declared_model", "--args", json.dumps({"node": node}))
+    node = _example_node({**OVER_MODELS, "lookback": "sales", "scope": {"key": "order_id", "changes": [
+        {"model": "fct_orders"}, "shop.orders", {"source": "shop.customers", "through": "shop.orders",
+                                                 "on": "customer_id"}]}})
     node["depends_on"]["nodes"] = ["model.backfill_safe.fct_orders"]
     base.dbt.invoke("run-operation", "declared_model", "--args", json.dumps({"node": node}))
 
@@ -453,20 +469,39 @@ def test_a_broken_reference_table_declaration_is_a_compile_error_naming_the_mode
     assert message in error
 
 
-def test_a_model_of_the_kind_reading_several_models_names_its_current_state(base: Warehouse):
-    """The current state is the model the select reads when it reads one; reading two, it must
-    be named: refused naming the key and what the select reads."""
+def test_a_model_of_the_kind_reading_several_inputs_needs_no_current_state_unless_it_scopes_itself(
+        base: Warehouse):
+    """The current state is the model the select reads when it reads one; reading several, the
+    view of its own select the framework keeps (maintain_current_state). A select that restricts
+    itself to the run's keys (scope_keys()) cannot be that view: refused, naming the key."""
+    import json
+
     block = {k: v for k, v in DECLARATION.items() if k != "current_state"}
     node = _example_node(block)
     node["depends_on"]["nodes"] = ["model.backfill_safe.stg_shop__orders", "model.backfill_safe.stg_shop__customers"]
+    base.dbt.invoke("run-operation", "declared_model", "--args", json.dumps({"node": node}))
+    node["raw_code"] = "select * from ({{ orders_current_state(scope_keys()) }}) as order_state"
     error = _declaration_error(base, node)
-    assert ("model fct_example (models/x.sql), config.meta.backfill_safe: 'current_state' is missing (it is the "
-            "model the select reads when it reads one; this one reads model.backfill_safe.stg_shop__orders, "
-            "model.backfill_safe.stg_shop__customers)") in error
-    import json
-
+    assert ("model fct_example (models/x.sql), config.meta.backfill_safe: 'current_state' is missing: a select "
+            "that restricts itself to a run's keys (scope_keys()) names the model that holds every key's row") in error
     node["depends_on"]["nodes"] = ["model.backfill_safe.int_orders__current_state"]
     base.dbt.invoke("run-operation", "declared_model", "--args", json.dumps({"node": node}))  # one read: fine
+
+
+def test_an_event_date_documented_as_a_timestamp_is_refused_when_declared(base: Warehouse):
+    """A team's event date that is a timestamp is refused from its yml, before anything runs
+    (it failed only `pipeline restate`, after 137 s, in a team's project): naming the column and
+    the fix. Documented as a date, the same declaration is accepted."""
+    import json
+
+    node = _example_node(dict(DECLARATION))
+    node["columns"]["order_date"] = {"name": "order_date", "data_type": "timestamp"}
+    error = _declaration_error(base, node)
+    assert ("model fct_example (models/x.sql), config.meta.backfill_safe: event_date 'order_date' is documented "
+            "as timestamp; it must be a DATE") in error
+    assert "cast(... as date) as order_date, and document its data_type: date" in error
+    node["columns"]["order_date"]["data_type"] = "DATE"
+    base.dbt.invoke("run-operation", "declared_model", "--args", json.dumps({"node": node}))
 
 
 @pytest.mark.parametrize("materialized", ["incremental", "backfill_safe"])
