@@ -24,6 +24,10 @@
                   no key in scope (list them in watermark_exclude too): each
                   {source, on, named_by}: the versions of the members whose `on` a direct
                   source's versions in scope name are read once and cached with the scope
+      static:     (optional) inputs the select reads whose changes put no key in scope (a
+                  calendar, a list of codes; a full refresh or a restatement reflects them):
+                  model names and '<source>.<table>'; every other input it reads must be tied
+                  by `changes` or `lookups` (check_inputs_tied)
       awaiting:   (optional) the table's rows in every daily run's scope until what they wait
                   for arrives: a list of the model's columns, each either a dimension key (a
                   row waits while it is the unknown member's key, unknown_member_key) or
@@ -33,7 +37,8 @@
     event: {source_name, table, column}, direct: [{source_name, table, name, update_column}],
     through: [{source_name, table, update_column, via: {source_name, table},
     on, effective_dated}], lookups: [{source_name, table, on, named_by: {source_name, table}}],
-    models: [scope_model_changes' entries], awaiting} (event none when models are named), or none when `block` (the backfill_safe block) declares no scope. A declaration
+    models: [scope_model_changes' entries], awaiting, static} (event none when models are
+    named), or none when `block` (the backfill_safe block) declares no scope. A declaration
     that names what its sources lack is a compiler error naming the model (`where_declared`:
     "model <name> (<file>), config.meta.backfill_safe") and the key; the sources are checked
     only once dbt executes (while it parses there is no graph). -#}
@@ -47,7 +52,7 @@
         {{ exceptions.raise_compiler_error(where ~ ": a mapping with key, event_time and changes "
             ~ "is required; got " ~ scope) }}
     {% endif %}
-    {% set known = ['key', 'event_time', 'changes', 'lookups', 'awaiting'] %}
+    {% set known = ['key', 'event_time', 'changes', 'lookups', 'awaiting', 'static'] %}
     {% for name in scope.keys() if name not in known %}
         {{ exceptions.raise_compiler_error(where ~ ": unknown key '" ~ name ~ "' (keys: "
             ~ known | join(', ') ~ ")") }}
@@ -73,6 +78,12 @@
         if model_entries else [] %}
     {% set awaiting = backfill_safe.awaiting_predicate(
         where ~ ".awaiting", scope.get('awaiting')) %}
+    {% set static = scope.get('static') or [] %}
+    {% if static is string or static is mapping or static is not sequence
+        or static | reject('string') | list %}
+        {{ exceptions.raise_compiler_error(where ~ ".static: a list of the inputs whose changes "
+            ~ "put no key in scope, each a model's name or '<source>.<table>'; got " ~ static) }}
+    {% endif %}
     {% if models %}
         {#- its keys are those its upstream models' runs changed, and those of the landed
             sources' changes when it names some (a mart over a fact and a source); a backfill
@@ -93,7 +104,7 @@
         {{ return({'key': key, 'key_columns': landed.key_columns,
                    'domain': block.get('lookback'), 'event': none, 'direct': landed.direct,
                    'through': landed.through, 'lookups': [], 'models': models,
-                   'awaiting': awaiting}) }}
+                   'awaiting': awaiting, 'static': static}) }}
     {% endif %}
     {% set event_parts = (scope.event_time | string).split('.') %}
     {% if event_parts | length != 3 %}
@@ -130,6 +141,7 @@
         'lookups': declared.lookups,
         'models': [],
         'awaiting': awaiting,
+        'static': static,
     }) }}
 {% endmacro %}
 

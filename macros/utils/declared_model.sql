@@ -117,6 +117,9 @@
         {{ exceptions.raise_compiler_error(where ~ ".scope: key '" ~ scope.key ~ "' is not among "
             ~ "the model's documented columns " ~ documented) }}
     {% endif %}
+    {% if scope is not none %}
+        {% do backfill_safe.check_inputs_tied(where ~ ".scope", node, scope) %}
+    {% endif %}
     {#- an upstream model must be read by the select (dbt then runs it first), and must not read
         this model -#}
     {% for upstream in (scope.models if scope is not none else [])
@@ -146,6 +149,52 @@
         'dimension': none,
         'reference': false,
     }) }}
+{% endmacro %}
+
+{#- Every input a model's select reads (directly, or through views and ephemeral models) is tied
+    to its key by its scope, or declared static: a model of the kind among `scope.changes`
+    (its recorded changes), a landed source among the changes or lookups, or its name in
+    `scope.static` (a calendar, a list of codes: its changes put no key in scope). Else a change
+    to it would be missed by every daily run, silently: a compiler error naming the input and
+    the fix. Seeds are static by nature; a source without a landing contract has no versions to
+    tie and is passed by. `where`: the scope's place in the declaration. -#}
+{% macro check_inputs_tied(where, node, scope) %}
+    {% set tied = scope.models | map(attribute='name') | list
+        + (scope.direct + scope.through + scope.lookups) | map(attribute='name') | list
+        + scope.static %}
+    {% set pending = node.depends_on.nodes | list %}
+    {% set seen = [] %}
+    {#- breadth-first (Jinja has no while: the list grows as it is walked) -#}
+    {% for unique_id in pending if unique_id not in seen %}
+        {% do seen.append(unique_id) %}
+        {% set src = graph.sources.get(unique_id) %}
+        {% set upstream = graph.nodes.get(unique_id) %}
+        {% if src is not none %}
+            {% set name = src.source_name ~ '.' ~ src.name %}
+            {% set landed = (src.config.meta or src.meta or {}).get('backfill_safe') is not none %}
+            {% if landed and name not in tied %}
+                {{ exceptions.raise_compiler_error(where ~ ": the select reads landed source '"
+                    ~ name ~ "', which no entry ties to the key '" ~ scope.key ~ "': a change "
+                    ~ "to it would be missed. Add it to changes ('" ~ name ~ "', {source: "
+                    ~ name ~ ", key: <its column holding the key>}, or {source: " ~ name
+                    ~ ", through: <a direct source>, 'on': <their column>}) or to lookups, or "
+                    ~ "to static if its changes must put no key in scope") }}
+            {% endif %}
+        {% elif upstream is not none and upstream.resource_type == 'model' %}
+            {% if upstream.config.materialized in ('view', 'ephemeral') %}
+                {% do pending.extend(upstream.depends_on.nodes) %}
+            {% elif upstream.name not in tied %}
+                {{ exceptions.raise_compiler_error(where ~ ": the select reads model '"
+                    ~ upstream.name ~ "' (materialized '" ~ upstream.config.materialized
+                    ~ "'), which no entry ties to the key '" ~ scope.key ~ "': a change to it "
+                    ~ "would be missed. " ~ ("Add {model: " ~ upstream.name ~ ", key: <its column "
+                    ~ "holding the key>} to changes, or add it to static"
+                    if upstream.config.materialized == 'backfill_safe' else "Only a model of the "
+                    ~ "kind records its changes: materialize it 'backfill_safe' and tie it, or "
+                    ~ "add it to static if its changes must put no key in scope")) }}
+            {% endif %}
+        {% endif %}
+    {% endfor %}
 {% endmacro %}
 
 {#- The unique ids of every model and source a node reads, directly or through other models.

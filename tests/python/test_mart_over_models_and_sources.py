@@ -9,13 +9,16 @@ Proven on real tables, in a team's project (generated: this repository's project
 mart): after its first build and after a daily run that brings a driver's rename alone (a
 change only the source carries: the fact's rows stay as they are), a late correction of a
 fare, a voided trip, a new trip and an out-of-order stale version, the mart equals its
-select's unscoped result and the framework's tests pass; with the drivers left out of its
-scope, a rename is missed and the audit test names the trip, and `pipeline restate` (a backfill
-of the listed date, on a branch, published) repairs it once the scope is put right."""
+select's unscoped result and the framework's tests pass. With the drivers left out of its
+scope, the build is refused before anything runs, naming them; declared static instead (their
+changes put no key in scope), a rename is missed and the audit test names the trip, and
+`pipeline restate` (a backfill of the listed date, on a branch, published) repairs it once the
+scope ties them."""
 
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -79,7 +82,7 @@ SCOPE_CHANGES = [{"model": "fct_trip"}, "rides.trips",
                  {"source": "rides.drivers", "through": "rides.trips", "on": "driver_id"}]
 
 
-def declare(dest: Path, changes: list) -> None:
+def declare(dest: Path, changes: list, static: list | None = None) -> None:
     """The mart's yml entry, as a team writes it."""
     entry = {
         "name": MART,
@@ -87,7 +90,8 @@ def declare(dest: Path, changes: list) -> None:
         "config": {"contract": {"enforced": True}, "on_schema_change": "fail",
                    "meta": {"backfill_safe": {"event_date": "trip_date", "lookback": 2,
                                               "measures": ["fare_amount"],
-                                              "scope": {"key": "trip_id", "changes": changes}}}},
+                                              "scope": {"key": "trip_id", "changes": changes,
+                                                        **({"static": static} if static else {})}}}},
         "data_tests": ["reconcile_daily_totals", "no_unloaded_changes"],
         "columns": [{"name": name, "data_type": data_type} for name, data_type in COLUMNS.items()],
     }
@@ -155,8 +159,15 @@ def test_a_mart_joining_a_model_a_plain_model_and_a_source_gets_the_kinds_guaran
     # the mart's watermark is its landed sources' (the fact's are the fact's)
     assert str(wh.watermark(MART)) == "2025-01-03 15:00:00"
 
-    # the drivers left out of its scope: a rename alone is missed, and the audit names the trip
+    # an input its scope leaves out is refused before anything runs, naming it and the fix
     declare(project, SCOPE_CHANGES[:2])
+    with pytest.raises(DbtError, match=re.escape(
+            f"model {MART} (models/marts/team/{MART}.sql), config.meta.backfill_safe.scope: the select reads "
+            "landed source 'rides.drivers', which no entry ties to the key 'trip_id': a change to it would be "
+            "missed")):
+        team.invoke(*build, check=False)
+    # declared static (its changes put no key in scope): a rename is missed, and the audit names the trip
+    declare(project, SCOPE_CHANGES[:2], static=["rides.drivers"])
     wh.land(drivers=[named(driver(7, "2025-01-04 10:00", rate="0.2000"), "Anna")])
     with pytest.raises(DbtError) as missed:
         team.invoke(*build)

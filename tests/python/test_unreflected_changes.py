@@ -359,6 +359,22 @@ BROKEN_MODEL_CHANGES = {
     "an event time": (
         {**OVER_MODELS, "scope": {"event_time": "shop.orders.ordered_at", "changes": [{"model": "fct_orders"}]}},
         {}, ".scope.event_time: a scope whose changes name models of the kind has no event_time"),
+    "an input of the kind the scope does not tie": (
+        {**OVER_MODELS, "scope": {"changes": [{"model": "fct_orders"}]}},
+        {"depends_on": {"macros": [], "nodes": ["model.backfill_safe.fct_orders", "model.backfill_safe.dim_customer"]}},
+        ".scope: the select reads model 'dim_customer' (materialized 'backfill_safe'), which no entry ties to the "
+        "key 'order_id': a change to it would be missed. Add {model: dim_customer, key: <its column holding the "
+        "key>} to changes, or add it to static"),
+    "a landed source the scope does not tie, read through a view": (
+        {**OVER_MODELS, "lookback": "sales", "scope": {"changes": [{"model": "fct_orders"}, "shop.orders"]}},
+        {"depends_on": {"macros": [], "nodes": ["model.backfill_safe.fct_orders",
+                                                "model.backfill_safe.stg_shop__customers"]}},
+        ".scope: the select reads landed source 'shop.customers', which no entry ties to the key 'order_id': a "
+        "change to it would be missed. Add it to changes"),
+    "static not a list": (
+        {**OVER_MODELS, "scope": {"changes": [{"model": "fct_orders"}], "static": "dim_customer"}}, {},
+        ".scope.static: a list of the inputs whose changes put no key in scope, each a model's name or "
+        "'<source>.<table>'; got dim_customer"),
     "another key in a model's entry": (
         {**OVER_MODELS, "scope": {"changes": [{"model": "fct_orders", "on": "order_id"}]}}, {},
         ".scope.changes: unknown key 'on' (keys: model, key for a model of the kind)"),
@@ -432,11 +448,16 @@ def test_a_broken_declaration_of_changes_from_models_is_a_compile_error_naming_t
 
 
 def test_a_declaration_of_changes_from_models_that_the_select_reads_is_accepted(base: Warehouse):
-    """Models alone; and models and landed sources mixed in one scope, with the sources' lookback."""
+    """Models alone (and an input declared static); and models and landed sources mixed in one
+    scope, with the sources' lookback."""
     import json
 
     node = _example_node({**OVER_MODELS, "scope": {"changes": [{"model": "fct_orders"}]}})
     node["depends_on"]["nodes"] = ["model.backfill_safe.fct_orders"]
+    base.dbt.invoke("run-operation", "declared_model", "--args", json.dumps({"node": node}))
+    # an input whose changes must put no key in scope, declared so
+    node = _example_node({**OVER_MODELS, "scope": {"changes": [{"model": "fct_orders"}], "static": ["dim_customer"]}})
+    node["depends_on"]["nodes"] = ["model.backfill_safe.fct_orders", "model.backfill_safe.dim_customer"]
     base.dbt.invoke("run-operation", "declared_model", "--args", json.dumps({"node": node}))
     node = _example_node({**OVER_MODELS, "lookback": "sales", "scope": {"key": "order_id", "changes": [
         {"model": "fct_orders"}, "shop.orders", {"source": "shop.customers", "through": "shop.orders",
