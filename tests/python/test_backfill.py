@@ -1104,7 +1104,7 @@ def test_maintenance_expires_the_change_records_this_sessions_runs_read(built: W
     `NotFoundException: Failed to open input stream ... -m0.avro` (the benchmark's maintain step
     failed so at every scale). Last in the module: the expiry deletes files of the snapshots
     the module's checkpoint holds."""
-    from pipeline.maintain import maintain
+    from pipeline.maintain import change_record_tables, iceberg_tables, maintain
 
     [line] = built.rows("select order_id, order_item_id, product_id from staging.stg_shop__order_items"
                         " where not is_deleted order by updated_at desc, order_id limit 1")
@@ -1115,8 +1115,11 @@ def test_maintenance_expires_the_change_records_this_sessions_runs_read(built: W
     backfill.start(backfill.plan("2025-01-03", "2025-01-05", "fct_order_item", 1), "restate after a bad deploy")
     changes = "control.fct_order_item__changes"
     records = built.table(changes)
-    # every table, as `pipeline maintain` and the benchmark do
-    maintained = {r.table: r for r in maintain(built.spark, expire_older_than=timedelta(0), retain_last=1)}
+    # every table, as `pipeline maintain` and the benchmark do (maintaining the records alone
+    # did not fail: the other tables' commits come first), but the fact: an earlier test of the
+    # module expired its snapshots, and the module's checkpoint put back metadata naming them
+    tables = [t for t in iceberg_tables(built.spark) + change_record_tables(built.spark) if t != "marts.fct_order_item"]
+    maintained = {r.table: r for r in maintain(built.spark, tables, expire_older_than=timedelta(0), retain_last=1)}
     assert maintained[changes].expired_snapshots > 0, maintained[changes]
     assert built.table(changes) == records
     before = built.table("marts.agg_daily_revenue")

@@ -35,7 +35,7 @@ def test_main_job_builds_lands_a_day_of_changes_and_reports_a_clean_reconciliati
     assert "no landed row was set aside" in text
     # a step line per build, counted from dbt's results
     for step in ("first build", "incremental build"):
-        assert re.search(rf"{step}: \d+ models, 1 seeds, 3 unit tests, \d+ data tests \(0 warned\)", text), text
+        assert re.search(rf"{step}: \d+ models, 1 seeds, 4 unit tests, \d+ data tests \(0 warned\)", text), text
     # freshness against the sample's clock (the end of its last day, 2025-01-04 00:00): the shop's
     # sources were updated hours before it (within warn_after, 1 day), the rides example's got no
     # rows; no source is reported stale for being old by design
