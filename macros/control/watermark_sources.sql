@@ -17,10 +17,10 @@
         them (none for an aggregate): the sources read through those models move their
         watermarks, not this one's -#}
     {% set scope = ((node.config.meta or {}).get('backfill_safe') or {}).get('scope') %}
-    {% set changes = scope.get('changes') if scope is mapping else none %}
-    {% if backfill_safe.names_models(changes) %}
-        {% for change in (changes if changes is sequence and changes is not mapping else [changes])
-            if not (change is mapping and 'model' in change) %}
+    {% set split = backfill_safe.scope_change_entries(
+        scope.get('changes') if scope is mapping else none) %}
+    {% if split.models %}
+        {% for change in split.landed %}
             {% set name = (change.source if change is mapping else change) | string %}
             {% set parts = name.split('.') %}
             {% if name not in excluded and (parts[0], parts[-1]) not in found %}

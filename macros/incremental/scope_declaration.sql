@@ -68,12 +68,8 @@
     {% set changes = scope.changes if scope.changes is sequence and scope.changes is not string
         else [scope.changes] %}
     {#- changes that are models of the kind (scope_model_changes), and landed sources -#}
-    {% set model_entries = [] %}
-    {% set landed_entries = [] %}
-    {% for change in changes %}
-        {% do (model_entries if change is mapping and 'model' in change
-            else landed_entries).append(change) %}
-    {% endfor %}
+    {% set split = backfill_safe.scope_change_entries(changes) %}
+    {% set model_entries, landed_entries = split.models, split.landed %}
     {% set models = backfill_safe.scope_model_changes(where, model_entries, key)
         if model_entries else [] %}
     {% set awaiting = backfill_safe.awaiting_predicate(
@@ -289,26 +285,29 @@
     {{ return(found) }}
 {% endmacro %}
 
-{#- True when a scope's `changes` (a list, or one entry) name a model of the kind. -#}
-{% macro names_models(changes) %}
-    {% set entries = changes if changes is sequence and changes is not string
-        and changes is not mapping else [changes] %}
-    {% for change in entries if change is mapping and 'model' in change %}
-        {{ return(true) }}
+{#- A scope's `changes` (a list, or one entry) split by what each entry names: {models: the
+    entries that name a model of the kind ({model[, key]}), landed: the others (landed
+    sources)}. The one place that tells them apart. -#}
+{% macro scope_change_entries(changes) %}
+    {% set entries = [] if changes is none else changes if changes is sequence
+        and changes is not string and changes is not mapping else [changes] %}
+    {% set split = {'models': [], 'landed': []} %}
+    {% for change in entries %}
+        {% do split[('models' if change is mapping and 'model' in change
+            else 'landed')].append(change) %}
     {% endfor %}
-    {{ return(false) }}
+    {{ return(split) }}
 {% endmacro %}
 
-{#- True when a scope's `changes` (a list, or one entry) name a landed source (an entry that
-    names no model). -#}
+{#- True when a scope's `changes` name a model of the kind. -#}
+{% macro names_models(changes) %}
+    {{ return(backfill_safe.scope_change_entries(changes).models | length > 0) }}
+{% endmacro %}
+
+{#- True when a scope's `changes` name a landed source (an entry that names no model). -#}
 {% macro names_landed_sources(changes) %}
-    {% set entries = changes if changes is sequence and changes is not string
-        and changes is not mapping else [changes] %}
-    {% for change in entries if change is not none
-        and not (change is mapping and 'model' in change) %}
-        {{ return(true) }}
-    {% endfor %}
-    {{ return(false) }}
+    {{ return(backfill_safe.scope_change_entries(changes).landed | reject('none') | list
+        | length > 0) }}
 {% endmacro %}
 
 {#- '<source>.<table>' as {source_name, table}, or a compiler error naming `where`. -#}

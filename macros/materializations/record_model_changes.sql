@@ -27,10 +27,9 @@
     {% if execute %}
         {% for node in graph.nodes.values() if node.resource_type == 'model' %}
             {% set scope = ((node.config.meta or {}).get('backfill_safe') or {}).get('scope') %}
-            {% set changes = scope.get('changes') if scope is mapping else none %}
-            {% for change in (changes if changes is sequence and changes is not string
-                and changes is not mapping else [changes])
-                if change is mapping and change.get('model') == name %}
+            {% for change in backfill_safe.scope_change_entries(
+                scope.get('changes') if scope is mapping else none).models
+                if change.get('model') == name %}
                 {% do found.append(node.name) %}
             {% endfor %}
         {% endfor %}
