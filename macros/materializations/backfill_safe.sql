@@ -2,7 +2,8 @@
     materialization is found without any `dispatch:` block, so a team's model gets the kind, and
     its guards, by naming it. The model's select is its business SQL:
     - a fact: its rows as they should be now, with `is_deleted` (true for a row that must not
-      be in the table), one row per unique key; its declaration (config.meta.backfill_safe,
+      be in the table; a model over models' select may leave it out: flagged_rows), one row
+      per unique key; its declaration (config.meta.backfill_safe,
       declared_model) names its event date, lookback and scope;
     - a dimension (declaration `dimension`, declared_dimension): its members' versions (type 2)
       or current versions (type 1), with the member key, `is_deleted` and `updated_at`; the

@@ -1,5 +1,6 @@
 {#- What a run of a model of the kind writes (`plan`: its run_plan), as one select over its body
-    (`body`, the model's compiled select): on a full build the table's rows (`columns`, in order); on an
+    (`body`, the model's compiled select; a model over models' through flagged_rows, so it need
+    not return is_deleted): on a full build the table's rows (`columns`, in order); on an
     incremental run the rows to merge, flagged `_is_deleted` (rows_to_merge). A fact's run is
     restricted to its scope here (scope_predicate, and with a declared scope the keys its
     changes reach, cached once: scope_keys_cached). -#}
@@ -16,11 +17,17 @@
         {{ return(("select * from " ~ live ~ " as live") if full_build
             else backfill_safe.rows_to_merge(live, none, declared.unique_key, none)) }}
     {% endif %}
+    {#- a model over models: its select as the table's columns plus is_deleted, false where it
+        returns none (a key it no longer returns is deleted: rows_over_models) -#}
+    {% set over_models = declared.scope is not none and declared.scope.models %}
+    {% if over_models %}
+        {% set body = backfill_safe.flagged_rows(body, columns) %}
+    {% endif %}
     {% if full_build %}
         {{ return("select " ~ columns | join(", ") ~ " from (\n" ~ body
             ~ "\n) as current_state where not is_deleted") }}
     {% endif %}
-    {% if declared.scope is not none and declared.scope.models %}
+    {% if over_models %}
         {{ return(backfill_safe.rows_over_models(plan, body)) }}
     {% endif %}
     {#- the keys first: caching them counts the rows awaiting a member, which the predicate

@@ -21,6 +21,11 @@
     {% set create = "create view " ~ relation
         ~ " comment 'the current state of model " ~ model.name
         ~ ": its select, unscoped (backfill_safe maintain_current_state)'" %}
+    {#- a model over models: the table's columns plus is_deleted (flagged_rows), as its runs
+        read the select -#}
+    {% if declared.scope is not none and declared.scope.models %}
+        {% set body = backfill_safe.flagged_rows(body, model.columns.keys() | list) %}
+    {% endif %}
     {% set fingerprint = local_md5(create ~ ' as ' ~ body) %}
     {% if backfill_safe.view_is_current(relation, fingerprint) %}
         {{ return(none) }}

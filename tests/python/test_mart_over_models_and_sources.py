@@ -68,8 +68,7 @@ select
     pickups.picked_up_at,
     pickups.driver_id,
     drivers.driver_name,
-    trips.fare_amount,
-    false as is_deleted
+    trips.fare_amount
 from trips
 left join pickups on trips.trip_id = pickups.trip_id
 left join drivers on pickups.driver_id = drivers.driver_id
