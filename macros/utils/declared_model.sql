@@ -266,10 +266,13 @@
 {% endmacro %}
 
 {#- The one model a node's select reads (its current state, when it declares none), or none
-    when it reads several, or a source. -#}
+    when it reads several, a source, or one model of the kind. -#}
 {% macro selected_model(node) %}
     {% set parents = node.depends_on.nodes if node.config.materialized == 'backfill_safe' else [] %}
-    {% if parents | length == 1 and parents[0].startswith('model.') and execute %}
+    {#- not a model of the kind: an aggregate that reads one fact groups its rows, its current
+        state is its own select (kept by the framework) -#}
+    {% if parents | length == 1 and parents[0].startswith('model.') and execute
+        and graph.nodes[parents[0]].config.materialized != 'backfill_safe' %}
         {{ return(graph.nodes[parents[0]].name) }}
     {% endif %}
     {{ return(none) }}

@@ -4,10 +4,10 @@
 -- runs changed): the yml.
 select
     customer_key,
-    order_count,
-    total_quantity,
-    net_amount,
-    first_order_date,
-    last_order_date,
-    is_deleted
-from {{ ref('int_customer_orders__current_state') }}
+    count(*) as order_count,
+    sum(total_quantity) as total_quantity,
+    sum(net_amount) as net_amount,
+    min(order_date) as first_order_date,
+    max(order_date) as last_order_date
+from {{ ref('fct_orders') }}
+group by customer_key

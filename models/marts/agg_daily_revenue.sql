@@ -5,13 +5,13 @@
 -- Revenue by order date and channel. Its scope (the order dates whose lines fct_order_item's
 -- runs changed): the yml.
 select
-    daily_revenue_key,
+    {{ surrogate_key(['order_date', 'channel_key']) }} as daily_revenue_key,
     order_date,
     channel_key,
-    order_count,
-    line_count,
-    quantity,
-    net_amount,
-    cost_amount,
-    is_deleted
-from {{ ref('int_daily_revenue__current_state') }}
+    count(distinct order_id) as order_count,
+    count(*) as line_count,
+    sum(quantity) as quantity,
+    sum(net_amount) as net_amount,
+    sum(cost_amount) as cost_amount
+from {{ ref('fct_order_item') }}
+group by order_date, channel_key

@@ -179,14 +179,14 @@ DOMAINS = {
         "shop", _generate_shop,
         facts={"marts.fct_order_item": ("staging.int_order_items__current_state", "order_item_sk"),
                "marts.fct_orders": ("staging.int_orders__current_state", "order_id")},
-        aggregates={"marts.agg_daily_revenue": ("staging.int_daily_revenue__current_state", "daily_revenue_key"),
-                    "marts.agg_customer_orders": ("staging.int_customer_orders__current_state", "customer_key")},
+        aggregates={"marts.agg_daily_revenue": ("marts.agg_daily_revenue__current_state", "daily_revenue_key"),
+                    "marts.agg_customer_orders": ("marts.agg_customer_orders__current_state", "customer_key")},
         backfill_models="fct_order_item fct_orders", corrected_table="shop.order_items",
         corrections=_shop_corrections),
     "rides": ChaosDomain(
         "rides", _generate_rides,
         facts={"marts.fct_trip": ("staging.int_trips__current_state", "trip_id")},
-        aggregates={"marts.agg_daily_city_trips": ("staging.int_daily_city_trips__current_state", "daily_city_key")},
+        aggregates={"marts.agg_daily_city_trips": ("marts.agg_daily_city_trips__current_state", "daily_city_key")},
         backfill_models="fct_trip", corrected_table="rides.trips", corrections=_rides_corrections),
 }
 

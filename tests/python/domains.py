@@ -139,10 +139,10 @@ def _rides_version(n: int, event_time: str | None, updated_at: str | None, amoun
     return {"trips": [version]}
 
 
-DAILY_REVENUE = Aggregate("agg_daily_revenue", "marts.agg_daily_revenue", "staging.int_daily_revenue__current_state",
+DAILY_REVENUE = Aggregate("agg_daily_revenue", "marts.agg_daily_revenue", "marts.agg_daily_revenue__current_state",
                           "daily_revenue_key")
 CUSTOMER_ORDERS = Aggregate("agg_customer_orders", "marts.agg_customer_orders",
-                            "staging.int_customer_orders__current_state", "customer_key")
+                            "marts.agg_customer_orders__current_state", "customer_key")
 
 SHOP = Domain(
     name="shop", fact="fct_order_item", relation="marts.fct_order_item",
@@ -167,7 +167,7 @@ RIDES = Domain(
     version=_rides_version,
     aggregates=(
         Aggregate("agg_daily_city_trips", "marts.agg_daily_city_trips",
-                  "staging.int_daily_city_trips__current_state", "daily_city_key"),
+                  "marts.agg_daily_city_trips__current_state", "daily_city_key"),
     ),
 )
 

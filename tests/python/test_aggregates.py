@@ -103,15 +103,15 @@ def test_the_changes_of_every_upstream_run_since_its_last_run_reach_it(wh: Wareh
     assert set(stale_aggregates(wh, SHOP_AGGREGATES)) == {"agg_daily_revenue", "agg_customer_orders"}
     run(wh, "--select", "agg_daily_revenue", "agg_customer_orders")
     assert stale_aggregates(wh, SHOP_AGGREGATES) == {}
-    # each one's staged rows read its current state once (one full outer join with its table);
+    # each one's staged rows read its select (its fact, grouped) once (one full outer join with its table);
     # the daily revenue's dates as literals (Iceberg prunes the fact's partitions by them), the
     # customers as the cached keys, not a literal list of their md5 keys
     staged = {a.name: s for a in SHOP_AGGREGATES for s in last_invocation_statements()
               if f'"node_id": "model.backfill_safe.{a.name}"' in s and "create table scratch." in s}
-    assert staged["agg_daily_revenue"].count("int_daily_revenue__current_state") == 1
+    assert staged["agg_daily_revenue"].count("marts.fct_order_item") == 1
     assert "full outer join" in staged["agg_daily_revenue"]
     assert re.search(r"order_date in \(date'2025-01-08', date'2025-01-09'", staged["agg_daily_revenue"])
-    assert staged["agg_customer_orders"].count("int_customer_orders__current_state") == 1
+    assert staged["agg_customer_orders"].count("marts.fct_orders") == 1
     assert "scope_keys__agg_customer_orders" in staged["agg_customer_orders"]
     assert not re.search(r"'[0-9a-f]{32}'", staged["agg_customer_orders"]), staged["agg_customer_orders"]
     assert {str(r.order_date): str(r.net_amount) for r in wh.rows(f"select * from {REVENUE}")} == {

@@ -33,6 +33,9 @@ def test_a_declared_model_brings_its_event_date_current_state_measures_and_sourc
     # a model of the kind whose select reads one model: that model is its current state
     trip = models["fct_trip"]
     assert trip.declared and trip.current_state == "staging.int_trips__current_state"
+    # one that groups a fact of the kind (its only input) has the view of its own select
+    assert models["agg_daily_revenue"].current_state == "marts.agg_daily_revenue__current_state"
+    assert models["agg_daily_city_trips"].current_state == "marts.agg_daily_city_trips__current_state"
 
 
 def test_a_mart_reading_several_inputs_has_the_current_state_view_the_framework_keeps(
@@ -113,9 +116,6 @@ def test_downstream_of_a_backfill_classifies_each_model_by_what_refreshes_it_and
         ("model", "orders_table"): ("table", "rebuild", "dbt run --select orders_table"),
         ("model", "orders_appended"): ("incremental", "full refresh", "dbt run --full-refresh --select orders_appended"),
         ("model", "orders_ephemeral"): ("ephemeral", "current", "reads the published tables"),
-        # the aggregates' current states: views over the facts
-        ("model", "int_customer_orders__current_state"): ("view", "current", "reads the published tables"),
-        ("model", "int_daily_revenue__current_state"): ("view", "current", "reads the published tables"),
         # the aggregates over the facts are of the kind: a backfill of them, not a rebuild
         ("model", "agg_daily_revenue"): ("backfill_safe", "backfill",
                                          "pipeline backfill --select agg_daily_revenue over the same dates"),
@@ -129,7 +129,6 @@ def test_downstream_of_a_backfill_classifies_each_model_by_what_refreshes_it_and
     # the models named are not their own downstream; an exposure reached through a model is
     run_models = ["fct_orders", "fct_order_item", "agg_daily_revenue", "agg_customer_orders"]
     names = {d.name for d in manifest.downstream_of(run_models, changed)}
-    assert names == {"orders_view", "orders_table", "orders_appended", "orders_ephemeral", "daily_revenue_dashboard",
-                     "int_customer_orders__current_state", "int_daily_revenue__current_state"}
+    assert names == {"orders_view", "orders_table", "orders_appended", "orders_ephemeral", "daily_revenue_dashboard"}
     # the rides' aggregate: read by its exposure only
     assert [d.name for d in manifest.downstream_of(["agg_daily_city_trips"], changed)] == ["city_operations_report"]

@@ -7,12 +7,12 @@
 -- Trips, distance, fares and commission by trip date and city. Its scope (the trip dates whose
 -- trips fct_trip's runs changed): the yml.
 select
-    daily_city_key,
+    {{ surrogate_key(['trip_date', 'city']) }} as daily_city_key,
     trip_date,
     city,
-    trip_count,
-    distance_km,
-    fare_amount,
-    commission_amount,
-    is_deleted
-from {{ ref('int_daily_city_trips__current_state') }}
+    count(*) as trip_count,
+    sum(distance_km) as distance_km,
+    sum(fare_amount) as fare_amount,
+    sum(commission_amount) as commission_amount
+from {{ ref('fct_trip') }}
+group by trip_date, city
