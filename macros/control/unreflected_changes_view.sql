@@ -64,7 +64,7 @@
                 | map('lower') | list %}
             {% set absent = [] %}
             {% set over_models = item.scope is not none and item.scope.models %}
-            {% for column in [item.unique_key, item.event_date]
+            {% for column in [item.unique_key] + ([item.event_date] if item.event_date else [])
                 + ([] if over_models else ['updated_at']) if column | lower not in table_columns %}
                 {% do absent.append(item.relation ~ '.' ~ column) %}
             {% endfor %}

@@ -4,7 +4,9 @@
     since its last committed run; in a backfill those this invocation's runs changed, and the
     keys of the window's rows), and every row of the table of those keys: a key's rows are
     recomputed whole from its upstream tables, and a row of the table its select no longer gives
-    (a group that lost all its rows) is deleted (rows_to_merge's `vanished`). The keys are
+    (a group that lost all its rows) is deleted (rows_to_merge's `vanished`). A model with no
+    event date has no window's rows: the keys that differ from its select when the backfill
+    names it (restated_keys). The keys are
     literals when the key is the event date or a partition column and they are few (var
     merge_scope_literals_max): Spark pushes them through the select's grouping down to the
     upstream table's scan, where Iceberg prunes by them; other keys are the cached subquery.
@@ -32,7 +34,13 @@
             if key == declared.event_date or key in partition_columns else none %}
         {% do terms.append(key ~ " in (" ~ (literals or keys) ~ ")") %}
     {% endif %}
-    {% if window is not none %}
+    {% if window is not none and not declared.event_date %}
+        {#- no event date: restated by key, when the backfill names the model itself -#}
+        {% set restated = backfill_safe.restated_keys(body, model.columns.keys() | list) %}
+        {% if restated is not none %}
+            {% do terms.append(declared.unique_key ~ " in (" ~ restated ~ ")") %}
+        {% endif %}
+    {% elif window is not none %}
         {#- the window's rows, and every row of a key the table holds in it (a row that moved
             out of the window is restated too) -#}
         {% set in_window = declared.event_date ~ " >= date'" ~ window.start ~ "' and "

@@ -1,7 +1,8 @@
 {#- Reconciliation per date (exact): row count and the sum of each measure in the model
     against the live rows (`not is_deleted`) of its current state, computed with no incremental
     logic. Returns one row per date that differs, with both sides; rows without a date are one
-    more group, compared like the others. The arguments default to the model's declaration
+    more group, compared like the others (a model declared with no event date: one group, the
+    whole table). The arguments default to the model's declaration
     (config.meta.backfill_safe: current_state, event_date, measures); `amount_column` names one
     measure instead. In a backfill's gate, only the dates the backfill wrote are compared, less
     the ones a restatement held beyond their restatement window (backfill_gate_dates). -#}
@@ -10,7 +11,10 @@
 {%- set expected_model = expected_model or declared.get('current_state_relation') %}
 {%- set date_column = date_column or declared.get('event_date') %}
 {%- set measures = [amount_column] if amount_column else declared.get('measures', []) %}
-{%- if execute and (expected_model is none or date_column is none) %}
+{#- a declared model with no event date (a customer mart over a fact): its totals over the whole
+    table, one group -#}
+{%- set undated = execute and declared and not declared.get('event_date') and date_column is none %}
+{%- if execute and (expected_model is none or (date_column is none and not undated)) %}
     {{ exceptions.raise_compiler_error(
         "reconcile_daily_totals on " ~ model ~ ": the model declares no config.meta.backfill_safe, "
         ~ "so expected_model and date_column are needed") }}
@@ -34,25 +38,25 @@ late_dates as (
 
 actual as (
     select
-        {{ date_column }} as reconciled_date,
+        {{ 'cast(null as date)' if undated else date_column }} as reconciled_date,
         {%- for measure in measures %}
         sum({{ measure }}) as {{ measure }},
         {%- endfor %}
         count(*) as row_count
     from {{ model }}
-    group by {{ date_column }}
+    {{ ('group by ' ~ date_column) if not undated }}
 ),
 
 expected as (
     select
-        {{ date_column }} as reconciled_date,
+        {{ 'cast(null as date)' if undated else date_column }} as reconciled_date,
         {%- for measure in measures %}
         sum({{ measure }}) as {{ measure }},
         {%- endfor %}
         count(*) as row_count
     from {{ expected_model }}
     where not is_deleted
-    group by {{ date_column }}
+    {{ ('group by ' ~ date_column) if not undated }}
 )
 
 select

@@ -170,14 +170,19 @@ where
     the first upstream run it has not read); a key its next run recomputes but that holds its
     current state already (a restatement recomputed it) is not listed. No update time is compared:
     the table holds none it needs. Same columns as unreflected_changes (the update times
-    null); the restatement window counts back from the latest event date the table holds. -#}
+    null); the restatement window counts back from the latest event date the table holds (a
+    model with no event date, `date_column` none: its rows have none, and none is beyond the
+    window). -#}
 {% macro unreflected_changes_over_models(model, expected_model, unique_key, model_name,
                                          date_column, scope, horizon_days=none, columns=none,
                                          window_days=none, behind=false) %}
 {%- if columns is none %}
     {%- set columns = backfill_safe.column_names(model)
-        if execute else [unique_key, date_column] %}
+        if execute else [unique_key] + ([date_column] if date_column else []) %}
 {%- endif %}
+{#- a model with no event date: its rows have none (restated by key) -#}
+{%- set current_date_sql = ('expected.' ~ date_column) if date_column else 'cast(null as date)' %}
+{%- set loaded_date_sql = ('actual.' ~ date_column) if date_column else 'cast(null as date)' %}
 {%- set pending = backfill_safe.pending_watermark_sql(model_name) %}
 {%- set recorded = backfill_safe.recorded_change_tables() if execute else [] %}
 {%- set upstreams = scope.models | selectattr('changes') | list %}
@@ -253,8 +258,8 @@ compared as (
         coalesce(expected.{{ scope.key }}, actual.{{ scope.key }}) as scope_key,
         expected.{{ unique_key }} is not null as is_expected,
         actual.{{ unique_key }} is not null as is_loaded,
-        expected.{{ date_column }} as event_date,
-        actual.{{ date_column }} as loaded_event_date,
+        {{ current_date_sql }} as event_date,
+        {{ loaded_date_sql }} as loaded_event_date,
         {{ backfill_safe.differing_columns(columns) }} as differing_columns
     from expected
     full outer join actual
@@ -291,7 +296,7 @@ left join pending_keys
     on cast(compared.scope_key as string) = pending_keys.key_value
 cross join (
     {#- the window's start from the latest event date the table holds (no watermark) #}
-    {%- if window_days is not none %}
+    {%- if window_days is not none and date_column %}
     select date_sub(max({{ date_column }}), {{ window_days | int }}) as restatement_start
     from {{ model }}
     {%- else %}

@@ -1,7 +1,8 @@
 {#- The framework's declaration of an incremental model, from its config: the model's
     `unique_key`, and under config.meta.backfill_safe
       event_date:    the column of its event date (its partition column): the dates a
-                     restatement rewrites, the grain of its reconciliation
+                     restatement rewrites, the grain of its reconciliation; optional for a
+                     model whose scope names models of the kind (then restated by key)
       lookback:      its window in whole days, or a domain of var lookback_days (shared)
       current_state: (optional) the model that holds every key's row as it should be now,
                      with no incremental logic (every column of this model plus `is_deleted`);
@@ -68,8 +69,13 @@
         {{ exceptions.raise_compiler_error(where ~ ": lookback: a model whose changes are models "
             ~ "of the kind has no lookback (its scope is the keys their runs changed); drop it") }}
     {% endif %}
-    {% for key in ['event_date'] + ([] if over_models else ['lookback'])
-        if block.get(key) in [none, ''] %}
+    {#- a model whose scope names models of the kind may have no event date (a customer mart):
+        its runs recompute the keys their changes reach, and a restatement the keys that
+        differ from its select (rows_over_models) -#}
+    {% set models_in_scope = block.get('scope') is mapping
+        and backfill_safe.names_models(block.scope.get('changes')) %}
+    {% for key in ([] if models_in_scope else ['event_date'])
+        + ([] if over_models else ['lookback']) if block.get(key) in [none, ''] %}
         {{ exceptions.raise_compiler_error(where ~ ": '" ~ key ~ "' is missing") }}
     {% endfor %}
     {% if not over_models %}
@@ -85,14 +91,15 @@
     {% endif %}
     {% set documented = node.columns.keys() | list %}
     {% set measures = block.get('measures') or [] %}
-    {% for column in [unique_key, block.event_date] + measures
-        if documented and column not in documented %}
+    {% for column in [unique_key] + ([block.event_date] if block.get('event_date') else [])
+        + measures if documented and column not in documented %}
         {{ exceptions.raise_compiler_error(where ~ ": column '" ~ column ~ "' is not among the "
             ~ "model's documented columns " ~ documented) }}
     {% endfor %}
     {#- a documented type of the event date is checked here, before anything runs (a table
         whose column is not a DATE is still refused after its full build: check_event_date_type) -#}
-    {% set event_type = ((node.columns.get(block.event_date) or {}).get('data_type') or '')
+    {% set event_column = node.columns.get(block.get('event_date') or '') or {} %}
+    {% set event_type = (event_column.get('data_type') or '')
         | string | trim | lower %}
     {% if event_type and event_type != 'date' %}
         {{ exceptions.raise_compiler_error(where ~ ": event_date '" ~ block.event_date ~ "' is "
@@ -136,7 +143,7 @@
         'relation': api.Relation.create(database=node.database, schema=node.schema,
                                         identifier=node.alias, type='table'),
         'unique_key': unique_key,
-        'event_date': block.event_date,
+        'event_date': block.get('event_date') or none,
         'lookback': block.get('lookback'),
         'current_state': state.unique_id,
         'current_state_relation': api.Relation.create(database=state.database,

@@ -18,7 +18,8 @@ class IncrementalModel:
     unique_key: str
     # its declaration (config.meta.backfill_safe, macro declared_model), when it makes one
     declared: bool = False
-    event_date: str | None = None  # the declared event date, else the first partition column
+    # the declared event date (a declared model with none: none), else the first partition column
+    event_date: str | None = None
     current_state: str | None = None  # schema.table of the declared current state
     measures: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()  # schema.table of every source it reads, directly or through models
@@ -113,7 +114,9 @@ def incremental_models() -> list[IncrementalModel]:
         models.append(IncrementalModel(
             node["name"], _relation(node), config["unique_key"],
             declared=block is not None,
-            event_date=(block or {}).get("event_date") or (partition_by[0] if partition_by else None),
+            # a declared model's own (none: one over models restated by key); an undeclared one's
+            # first partition column
+            event_date=block.get("event_date") or None if block else (partition_by[0] if partition_by else None),
             current_state=state,
             measures=tuple((block or {}).get("measures") or ()),
             sources=_upstream_sources(manifest, node["unique_id"]),

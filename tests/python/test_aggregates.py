@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import re
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from rich.console import Console
@@ -244,6 +245,38 @@ def test_a_restatement_announces_no_figure_for_a_late_model_over_a_model_it_rest
     assert (revenue.restated, revenue.via) == (None, ("fct_order_item",))
     assert "recomputed from the restated fct_order_item" in "".join(
         str(cell) for column in Backfill.impact_table([revenue]).columns for cell in column._cells)
+
+
+def test_a_customer_mart_with_no_event_date_is_restated_by_key(wh: Warehouse):
+    """The customer mart declares no event date (a customer has none). Customer 1's row changed
+    behind the framework's back is listed by the audit with no date, and its cost is the whole
+    table's; `pipeline restate` then carries it on one window and recomputes every key that
+    differs from its select, on a branch, published: the row repaired, no other row rewritten."""
+    from pipeline.backfill.runner import Backfill
+
+    wh.land(orders=[order(4, "2025-01-11 10:00", customer_id=2)], order_items=[item(4, 1, "2025-01-11 10:00")],
+            customers=[customer(2, "2025-01-11 09:00")])
+    run(wh)
+    held = customers(wh)
+    wh.spark.sql(f"update {CUSTOMERS} set net_amount = 1 where customer_key = '{key_of(wh, 1)}'")
+    [listed] = wh.rows("select * from audit.audit_unreflected_changes where model_name = 'agg_customer_orders'")
+    assert (listed.unique_key, listed.problem, listed.differing_columns, listed.restate_date) == (
+        key_of(wh, 1), "stale", "net_amount", None)
+    backfill = Backfill(wh.dbt, wh.spark, Console(file=io.StringIO(), width=200))
+    plan = backfill.restate_plan("agg_customer_orders", 7)
+    assert [m.name for m in plan.models] == ["agg_customer_orders"] and len(plan.windows) == 1
+    [impact] = backfill.restate_impact("agg_customer_orders")
+    assert (impact.event_date, impact.keys, impact.sample) == (None, 1, [key_of(wh, 1)])
+    assert impact.held[0] == impact.restated[0] == len(held)  # the whole table's rows, before and after
+    assert impact.restated[2] - impact.held[2] == Decimal(held[key_of(wh, 1)][1]) - 1  # net_amount put back
+    before = wh.snapshot_id(CUSTOMERS)
+    run_id = backfill.start(plan, "a customer's row changed by hand")
+    assert backfill.status_of(run_id) == "published"
+    assert customers(wh) == held
+    # one commit on the mart: the repaired row alone
+    [commit] = wh.rows(f"select summary from {CUSTOMERS}.snapshots where parent_id = {before}")
+    assert commit.summary.get("added-records") == "1", commit
+    assert stale_aggregates(wh, SHOP_AGGREGATES) == {}
 
 
 def report_alerts(wh: Warehouse) -> list[str]:

@@ -755,9 +755,10 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
     # the cost of the missed window, before the restatement: each date's rows and declared
     # measures as the table holds them, and as the restatement will leave them
     def figures(model: str, event_date: str, names: tuple[str, ...], column: str = "order_date") -> tuple:
+        """A date's figures; the whole table's for a model with no event date (event_date 'None')."""
         measures = "".join(f", coalesce(sum({m}), 0)" for m in names[1:])
-        return tuple(built.rows(f"select count(*){measures} from marts.{model}"
-                                f" where {column} = date'{event_date}'")[0])
+        where = "" if event_date == "None" else f" where {column} = date'{event_date}'"
+        return tuple(built.rows(f"select count(*){measures} from marts.{model}{where}")[0])
 
     impacts = backfill.restate_impact(None)
     late = [i for i in impacts if not i.via]
@@ -771,18 +772,18 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
         assert impact.held == held[impact.model], impact
         assert impact.restated[1:] != impact.held[1:], impact  # the corrections move the date's totals
     # the aggregates the restatement reaches through the facts: the revenue of the late date, the
-    # lifetime figures of the late orders' customers (by their first order's date); as held (their
+    # lifetime figures of the late orders' customers (no event date: the whole table's); as held (their
     # rows are recomputed from the restated facts: only the restatement knows them)
     reached = {r.model.name: r for r in backfill.restate_reached(None, sample=10_000)}
     assert {name: r.via for name, r in reached.items()} == {
         "agg_customer_orders": ("fct_orders",), "agg_daily_revenue": ("fct_order_item",)}
     downstream = [i for i in impacts if i.via]
-    assert [(i.model, str(i.event_date)) for i in downstream if i.model == "agg_daily_revenue"] == [
-        ("agg_daily_revenue", "2025-01-01")]
+    assert sorted((i.model, str(i.event_date)) for i in downstream) == [
+        ("agg_customer_orders", "None"), ("agg_daily_revenue", "2025-01-01")]
     for impact in downstream:
         assert impact.restated is None and impact.via == reached[impact.model].via, impact
         assert impact.held == figures(impact.model, str(impact.event_date), impact.figures,
-                                      "order_date" if impact.model == "agg_daily_revenue" else "first_order_date")
+                                      "order_date")
     assert sum(i.keys for i in downstream if i.model == "agg_customer_orders") == reached["agg_customer_orders"].keys
     revenue = next(i for i in downstream if i.model == "agg_daily_revenue")
     aggregates_before = {a.name: {r[0]: r for r in built.table(a.relation)} for a in SHOP_AGGREGATES}
@@ -842,7 +843,7 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
         (i.model, str(i.event_date), name): (i.keys, before, None, now)
         for i in downstream for name, before, now in zip(i.figures, i.held, figures(
             i.model, str(i.event_date), i.figures,
-            "order_date" if i.model == "agg_daily_revenue" else "first_order_date"))}
+            "order_date"))}
     assert figures("agg_daily_revenue", "2025-01-01", revenue.figures) != revenue.held  # the corrections reached it
     # every aggregate row the restatement changed is among the keys the dry run listed
     for aggregate in SHOP_AGGREGATES:

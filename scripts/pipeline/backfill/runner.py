@@ -346,6 +346,7 @@ class Backfill:
         self.behind: list[tuple[str, str]] = []  # models over models behind their upstream (the audit)
         # restate_reached's answer for the audit and arguments it was asked for
         self._reached_cache: tuple[tuple, list[Reached]] | None = None
+        self._by_key: list[str] = []  # the running backfill's models restated by key (_restated_by_key)
         # after a publish or a rollback, rebuild the stale models downstream (tables, plain
         # incremental models: `_downstream_health`) before their data tests run
         self.rebuild_downstream = False
@@ -424,7 +425,8 @@ class Backfill:
             f" sha2(concat_ws(',', array_sort(collect_set(unique_key))), 256) as keys_sha256"
             f" from {self._audit()} group by model_name, problem order by model_name, problem").collect()
         return [{"model": r.model_name, "problem": r.problem, "keys": int(r.keys),
-                 "dates": f"{r.first_date} .. {r.last_date}", "keys_sha256": r.keys_sha256}
+                 "dates": f"{r.first_date} .. {r.last_date}" if r.first_date else "no event date",
+                 "keys_sha256": r.keys_sha256}
                 for r in rows if not wanted or r.model_name in wanted]
 
     def _hold_checked_audit(self, select: str | None) -> set[str]:
@@ -495,7 +497,8 @@ class Backfill:
             self.release_audit()
             return None
         dates = sorted({d for r in rows for d in (r.restate_date, r.loaded_event_date) if d is not None})
-        windows = planning.windows_for_dates(dates, batch_days, max_batch_days())
+        # only models with no event date (restated by key on the first window): one day carries them
+        windows = planning.windows_for_dates(dates or [datetime.now(UTC).date()], batch_days, max_batch_days())
         try:
             models = self._models_in_scope(sorted({r.model_name for r in rows}))
         except (planning.PlanError, BackfillRefused):
@@ -730,9 +733,12 @@ class Backfill:
         # leaves them, so what it becomes is the restatement's to compute, as a reached model's
         reads = models_read(restated) if restated else {}
         for model in models:
-            if not model.event_date or not model.current_state:
-                raise BackfillRefused(f"{model.name}: declares no event_date or current_state, so the cost of "
-                                      "its late rows cannot be figured per date")
+            if not model.current_state:
+                raise BackfillRefused(f"{model.name}: declares no current_state, so the cost of its late rows "
+                                      "cannot be figured")
+            if not model.event_date:
+                impacts.append(self._undated_impact(model, audit, sample, tuple(sorted(reads.get(model.name, ())))))
+                continue
             table, state = iceberg.checked_table(model.relation), iceberg.checked_table(model.current_state)
             columns = (model.unique_key, model.event_date, *model.measures)
             bad = [c for c in columns if not iceberg.COLUMN_NAME.fullmatch(c)]
@@ -783,6 +789,31 @@ class Backfill:
         for reached in self.restate_reached(select, sample, held):
             impacts += self._reached_impact(reached)
         return impacts
+
+    def _undated_impact(self, model: IncrementalModel, audit: str, sample: int, via: tuple[str, ...]) -> DateImpact:
+        """restate_impact of a late model with no event date (restated by key): its figures over
+        the whole table as held, and as restated (the held totals, less the late keys' rows, plus
+        their live rows in the current state; None when `via` names restated models it reads)."""
+        table, state = iceberg.checked_table(model.relation), iceberg.checked_table(model.current_state)
+        names = ("rows", *model.measures)
+        figures = ", ".join(f"{sql} as f{i}" for i, sql in enumerate(
+            ["count(*)", *(f"coalesce(sum({iceberg.checked_column(m)}), 0)" for m in model.measures)]))
+        mine = f"model_name = '{model.name}'"  # a declared model's name: a dbt identifier
+        keys = (f"cast({iceberg.checked_column(model.unique_key)} as string) in"
+                f" (select unique_key from {audit} where {mine})")
+        count = len(names)
+        [row] = self.spark.sql(f"""
+            select late.keys, late.sample, {", ".join(f"held.f{i} as h{i}, late_held.f{i} as l{i}, now.f{i} as c{i}"
+                                                      for i in range(count))}
+            from (select count(distinct unique_key) as keys,
+                    slice(array_sort(collect_set(unique_key)), 1, {int(sample)}) as sample
+                  from {audit} where {mine}) as late
+            cross join (select {figures} from {table}) as held
+            cross join (select {figures} from {table} where {keys}) as late_held
+            cross join (select {figures} from {state} where not is_deleted and {keys}) as now""").collect()
+        held = tuple(row[f"h{i}"] for i in range(count))
+        restated = None if via else tuple(row[f"h{i}"] - row[f"l{i}"] + row[f"c{i}"] for i in range(count))
+        return DateImpact(model.name, None, int(row.keys), list(row.sample or []), names, held, restated, via)
 
     def _reached_impact(self, reached: Reached) -> list[DateImpact]:
         """A reached model's figures (rows, its declared measures) as its table holds them on
@@ -1119,6 +1150,7 @@ class Backfill:
             self.dbt.invoke("run-operation", "ensure_control_tables")
         windows = control.windows(run_id)
         todo = [planning.Window(w.window_index, w.window_start, w.window_end) for w in windows if w.status != "done"]
+        self._by_key = self._restated_by_key(run)
         tables = [t.table_name for t in recorded]
         heartbeat = _Heartbeat(control, run_id, self.owner, self.heartbeat_every)
         with ExitStack() as cleanup:  # undone in reverse order, however the block ends
@@ -1287,6 +1319,16 @@ class Backfill:
         return [(name, why) for name, why in self.behind if name in set(models)]
 
     # -- windows: one at a time, or at once ----------------------------------------------------
+    def _restated_by_key(self, run: Run) -> list[str]:
+        """The models of `run` with no event date that it restates by key (var restate_by_key, on
+        its first window: every key whose row differs from the model's select, macro
+        restated_keys): those its selection names itself (a restatement's: the models the audit
+        listed; no selection: every one). A model reached only through its upstream models
+        recomputes the keys their windows' runs recorded."""
+        named = set(run.selection.removeprefix("restate ").replace("+", " ").split())
+        undated = {m.name for m in incremental_models() if m.declared and not m.event_date}
+        return sorted(name for name in run.models if name in undated and (run.selection == "(all)" or name in named))
+
     def _run_window(self, models: list[str], window: planning.Window, run_id: str, count: int) -> str | None:
         """One window's `dbt run --vars` on the run's branches, in this process; run again when a
         concurrent commit refused it (_after_conflict). None once it ran, else why it failed."""
@@ -1295,8 +1337,10 @@ class Backfill:
             try:
                 # --no-populate-cache: the MERGE looks up its one target table lazily, instead of
                 # dbt listing every schema of the project first (~0.35 s a window)
+                by_key = [name for name in self._by_key if name in models] if window.index == 0 else []
                 self.dbt.invoke("run", "--no-write-json", "--no-populate-cache", "--select", *models,
-                                "--vars", json.dumps({**window.dbt_vars, "backfill_branch": run_id}))
+                                "--vars", json.dumps({**window.dbt_vars, "backfill_branch": run_id,
+                                                      **({"restate_by_key": by_key} if by_key else {})}))
                 return None
             except DbtError as error:
                 detail = "; ".join(error.failures) or str(error)  # the models' errors
