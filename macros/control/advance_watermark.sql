@@ -47,8 +47,7 @@
     {#- a model whose changes are only models of the kind reads no landed version itself: only
         its run's start is recorded (its next run's landing bound), with no watermark (one that
         names landed sources beside them: theirs, below) -#}
-    {% set scope = plan.scope %}
-    {% if scope is not none and scope.models and not (scope.direct or scope.through) %}
+    {% if plan.declared.only_models %}
         {% do backfill_safe.pending_watermarks().update({this.identifier: "select '"
             ~ backfill_safe.validated_identifier(this.identifier) ~ "' as pipeline_name, "
             ~ "cast(null as timestamp) as loaded_through"}) %}

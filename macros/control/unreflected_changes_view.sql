@@ -63,7 +63,7 @@
             {% set state_columns = backfill_safe.column_names(item.current_state_relation)
                 | map('lower') | list %}
             {% set absent = [] %}
-            {% set over_models = item.scope is not none and item.scope.models %}
+            {% set over_models = item.reads_models %}
             {% for column in [item.unique_key] + ([item.event_date] if item.event_date else [])
                 + ([] if over_models else ['updated_at']) if column | lower not in table_columns %}
                 {% do absent.append(item.relation ~ '.' ~ column) %}
@@ -88,7 +88,7 @@
                 ~ " cast(null as date) as restate_date,"
                 ~ " cast(null as int) as restatement_window_days,"
                 ~ " false as beyond_restatement_window") %}
-        {% elif item.scope is not none and item.scope.models %}
+        {% elif item.reads_models %}
             {% do parts.append("select * from (" ~ backfill_safe.unreflected_changes_over_models(
                 item.relation, item.current_state_relation, item.unique_key, item.name,
                 item.event_date, item.scope, columns=table_names,

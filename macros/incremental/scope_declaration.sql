@@ -89,6 +89,14 @@
                 ~ "models of the kind has no " ~ name ~ " (its keys are those its upstream "
                 ~ "models' runs changed and those its landed sources' new versions name)") }}
         {% endfor %}
+        {#- not kept by its runs (rows_over_models reads no awaiting term): refused rather than
+            ignored -#}
+        {% if scope.get('awaiting') %}
+            {{ exceptions.raise_compiler_error(where ~ ".awaiting: a scope whose changes name "
+                ~ "models of the kind keeps no awaiting rows (a row waiting for a member is "
+                ~ "recomputed when a change tied to its key arrives: tie the member's source in "
+                ~ "changes, through the source that names it); drop awaiting") }}
+        {% endif %}
         {% set landed = backfill_safe.scope_landed_changes(where, landed_entries, key) %}
         {% for entry in landed.through if entry.effective_dated %}
             {{ exceptions.raise_compiler_error(where ~ ".changes: " ~ entry.name ~ " is "

@@ -39,7 +39,8 @@
     {#- a reference table's select is the truth: no version guard; nor a model whose changes
         are models of the kind: its rows are recomputed whole from its upstream tables (a
         group's greatest update time may go down when a row of it is deleted) -#}
-    {% set version_column = none if reference or (scope is not none and scope.models)
+    {% set version_column = none if reference
+        or (plan.declared is not none and plan.declared.reads_models)
         else config.get('version_column', 'updated_at') %}
     {#- `described`: {'target': names, 'source': names} when the caller has just described both
         (the materialization's schema check) -#}

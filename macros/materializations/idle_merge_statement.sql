@@ -11,11 +11,10 @@
         {{ return(none) }}
     {% endif %}
     {% if backfill_safe.run_plan().explaining %}
-        {% set scope = backfill_safe.run_plan().scope %}
         {% do backfill_safe.explain_statement('merge', none,
             'its upstream models recorded no change since its last run: it stages nothing, '
             ~ 'merges nothing; what their own next runs change (explain them) is its scope then'
-            if scope is not none and scope.models else
+            if backfill_safe.run_plan().declared.reads_models else
             'nothing landed in its inputs since its last run: it stages nothing, merges nothing') %}
     {% endif %}
     {{ return("select 'nothing to merge' as merge_skipped") }}

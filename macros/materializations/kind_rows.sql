@@ -17,12 +17,12 @@
         {{ return(("select * from " ~ live ~ " as live") if full_build
             else backfill_safe.rows_to_merge(live, none, declared.unique_key, none)) }}
     {% endif %}
-    {#- a model over models: its select as the table's columns plus is_deleted, false where it
-        returns none (a key it no longer returns is deleted: rows_over_models) -#}
-    {% set over_models = declared.scope is not none and declared.scope.models %}
-    {% if over_models %}
-        {% set body = backfill_safe.flagged_rows(body, columns) %}
-    {% endif %}
+    {#- its select as the table's columns plus is_deleted: for a model over models false where it
+        returns none (a key it no longer returns is deleted: rows_over_models); a fact over
+        landed sources only must return its own (missing_flag_error) -#}
+    {% set over_models = declared.reads_models %}
+    {% set body = backfill_safe.flagged_rows(body, columns,
+        'false' if over_models else backfill_safe.missing_flag_error()) %}
     {% if full_build %}
         {{ return("select " ~ columns | join(", ") ~ " from (\n" ~ body
             ~ "\n) as current_state where not is_deleted") }}

@@ -23,7 +23,7 @@
         ~ ": its select, unscoped (backfill_safe maintain_current_state)'" %}
     {#- a model over models: the table's columns plus is_deleted (flagged_rows), as its runs
         read the select -#}
-    {% if declared.scope is not none and declared.scope.models %}
+    {% if declared.reads_models %}
         {% set body = backfill_safe.flagged_rows(body, model.columns.keys() | list) %}
     {% endif %}
     {% set fingerprint = local_md5(create ~ ' as ' ~ body) %}

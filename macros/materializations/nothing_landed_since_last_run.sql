@@ -24,7 +24,7 @@
     {#- a model whose changes are models of the kind: nothing recorded by them since (one that
         names landed sources beside them: its inputs, as any model's, below) -#}
     {% set scope = plan.scope %}
-    {% if scope is not none and scope.models and not (scope.direct or scope.through) %}
+    {% if plan.declared is not none and plan.declared.only_models %}
         {{ return(backfill_safe.nothing_changed_upstream(scope)) }}
     {% endif %}
     {% set inputs = backfill_safe.input_relations(model.unique_id) %}

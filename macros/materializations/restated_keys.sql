@@ -16,13 +16,9 @@
         {{ return(none) }}
     {% endif %}
     {% set unique_key = backfill_safe.run_plan().declared.unique_key %}
-    {% set same = [] %}
-    {% for column in columns %}
-        {% do same.append("given." ~ column ~ " <=> held." ~ column) %}
-    {% endfor %}
     {{ return("select coalesce(given." ~ unique_key ~ ", held." ~ unique_key ~ ") from (select "
         ~ columns | join(", ") ~ " from (\n" ~ body ~ "\n) as selected where not is_deleted)"
         ~ " as given full outer join " ~ this ~ " as held on given." ~ unique_key ~ " = held."
         ~ unique_key ~ " where given." ~ unique_key ~ " is null or held." ~ unique_key
-        ~ " is null or not (" ~ same | join(" and ") ~ ")") }}
+        ~ " is null or not " ~ backfill_safe.same_row('given', 'held', columns)) }}
 {% endmacro %}

@@ -64,10 +64,7 @@
         false as _is_deleted
     from {{ live }} as changed
     left anti join {{ this }} as existing
-        on
-        {%- for column in columns %}
-        changed.{{ column }} <=> existing.{{ column }}{{ " and" if not loop.last }}
-        {%- endfor %}
+        on {{ backfill_safe.same_row('changed', 'existing', columns) }}
     {% else %}
     {% if unique_key is none %}
         {{ exceptions.raise_compiler_error(
@@ -102,11 +99,7 @@
         (changes.is_deleted and existing.{{ unique_key }} is not null)
         or (
             not changes.is_deleted
-            and not (
-                {%- for column in columns %}
-                changes.{{ column }} <=> existing.{{ column }}{{ " and" if not loop.last }}
-                {%- endfor %}
-            )
+            and not {{ backfill_safe.same_row('changes', 'existing', columns) }}
         )
     {% endif %}
 {% endmacro %}

@@ -6,10 +6,9 @@
       lookback:      its window in whole days, or a domain of var lookback_days (shared)
       current_state: (optional) the model that holds every key's row as it should be now,
                      with no incremental logic (every column of this model plus `is_deleted`);
-                     left out, the model its select reads when it reads one, else the view
-                     `<schema>.<alias>__current_state` of its own select that the framework
-                     keeps (maintain_current_state; a select that calls scope_keys() must
-                     name one)
+                     left out, the view `<schema>.<alias>__current_state` of its own select
+                     that the framework keeps (maintain_current_state; a select that calls
+                     scope_keys() must name one)
       dimension:     (a dimension, instead of event_date, current_state, measures and scope)
                      its type and members (declared_dimension)
       reference:     true (a reference table, the only key: declared_reference): its select
@@ -24,7 +23,10 @@
                      restatement_window_days (restatement_window_days)
     Returned as {name, unique_id, relation, unique_key, event_date, lookback, current_state
     (a unique id, none when maintained), current_state_relation, current_state_maintained,
-    measures, scope, max_scan_share, restatement_window (days)}. A
+    measures, scope, reads_models (its scope names models of the kind, landed sources beside
+    them or not: its rows are recomputed whole, read through flagged_rows, no version guard),
+    only_models (its changes are models of the kind alone: no lookback, no watermark of its
+    own), max_scan_share, restatement_window (days)}. A
     declaration that is incomplete or names what does not exist is a compiler error naming the
     model and the key. `node` is a model node of the graph. -#}
 {% macro declared_model(node) %}
@@ -48,11 +50,11 @@
         {{ exceptions.raise_compiler_error(where ~ ": unknown key '" ~ key ~ "' (keys: "
             ~ known | join(', ') ~ ")") }}
     {% endfor %}
-    {% set current_state = block.get('current_state')
-        or backfill_safe.selected_model(node) %}
-    {#- none declared, and the select reads several inputs (a mart): the framework keeps its
-        current state, a view of the model's own select (maintain_current_state), which must
-        then not restrict itself to a run's keys -#}
+    {% set current_state = block.get('current_state') %}
+    {#- none declared: the framework keeps its current state, a view of the model's own select
+        (maintain_current_state), which must then not restrict itself to a run's keys. Whatever
+        the select reads: a select over one model may still rename, compute or filter, so that
+        model is never taken for its current state -#}
     {% set maintained = current_state in [none, ''] %}
     {% if maintained and 'scope_keys(' in (node.raw_code or '') %}
         {{ exceptions.raise_compiler_error(where ~ ": 'current_state' is missing: a select that "
@@ -151,6 +153,8 @@
         'current_state_maintained': maintained,
         'measures': measures,
         'scope': scope,
+        'reads_models': models_in_scope,
+        'only_models': over_models,
         'max_scan_share': share,
         'restatement_window': restatement_window,
         'dimension': none,
@@ -272,18 +276,6 @@
     {% endif %}
 {% endmacro %}
 
-{#- The one model a node's select reads (its current state, when it declares none), or none
-    when it reads several, a source, or one model of the kind. -#}
-{% macro selected_model(node) %}
-    {% set parents = node.depends_on.nodes if node.config.materialized == 'backfill_safe' else [] %}
-    {#- not a model of the kind: an aggregate that reads one fact groups its rows, its current
-        state is its own select (kept by the framework) -#}
-    {% if parents | length == 1 and parents[0].startswith('model.') and execute
-        and graph.nodes[parents[0]].config.materialized != 'backfill_safe' %}
-        {{ return(graph.nodes[parents[0]].name) }}
-    {% endif %}
-    {{ return(none) }}
-{% endmacro %}
 
 {#- A dimension's declaration under config.meta.backfill_safe:
       lookback:   its window in whole days, or a domain of var lookback_days
@@ -363,6 +355,8 @@
         'lookback': block.lookback,
         'event_date': none,
         'scope': none,
+        'reads_models': false,
+        'only_models': false,
         'measures': [],
         'dimension': {'type': dimension.type, 'member_key': member_key,
                       'unknown_member': unknown},
@@ -407,6 +401,8 @@
         'lookback': none,
         'event_date': none,
         'scope': none,
+        'reads_models': false,
+        'only_models': false,
         'measures': [],
         'dimension': none,
         'reference': true,

@@ -185,7 +185,7 @@ DOMAINS = {
         corrections=_shop_corrections),
     "rides": ChaosDomain(
         "rides", _generate_rides,
-        facts={"marts.fct_trip": ("staging.int_trips__current_state", "trip_id")},
+        facts={"marts.fct_trip": ("marts.fct_trip__current_state", "trip_id")},
         aggregates={"marts.agg_daily_city_trips": ("marts.agg_daily_city_trips__current_state", "daily_city_key")},
         backfill_models="fct_trip", corrected_table="rides.trips", corrections=_rides_corrections),
 }

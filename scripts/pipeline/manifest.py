@@ -66,18 +66,15 @@ def is_framework_model(node: dict) -> bool:
 
 
 def _current_state(node: dict, block: dict, by_id: dict) -> str | None:
-    """schema.table of the declared current state; for a model materialized `backfill_safe`
-    whose select reads one model not of the kind (a current-state view), that model's; else the view of its own select the framework
-    keeps, `<schema>.<alias>__current_state` (the macros declared_model and
-    maintain_current_state derive the same)."""
+    """schema.table of the declared current state; else, for a model materialized
+    `backfill_safe`, the view of its own select the framework keeps,
+    `<schema>.<alias>__current_state` (the macros declared_model and maintain_current_state
+    derive the same)."""
     if block.get("current_state"):
         state = next((n for n in by_id.values() if n["name"] == block["current_state"]), None)
         return _relation(state) if state else None
     if node["config"].get("materialized") != "backfill_safe":
         return None
-    parents = node.get("depends_on", {}).get("nodes", [])
-    if len(parents) == 1 and parents[0] in by_id and not is_framework_model(by_id[parents[0]]):
-        return _relation(by_id[parents[0]])
     return f"{_relation(node)}__current_state"
 
 

@@ -159,7 +159,7 @@ SHOP = Domain(
 SHOP_AGGREGATES = (DAILY_REVENUE, CUSTOMER_ORDERS)
 
 RIDES = Domain(
-    name="rides", fact="fct_trip", relation="marts.fct_trip", current_state="staging.int_trips__current_state",
+    name="rides", fact="fct_trip", relation="marts.fct_trip", current_state="marts.fct_trip__current_state",
     unique_key="trip_id", event_id="trip_id", event_date="trip_date", amount="fare_amount", source="rides",
     event_table="trips", event_time="picked_up_at", dimensions=("marts.dim_driver",), lookback_days=2,
     members=lambda: {"drivers": [driver(7, "2024-12-01 00:00", rate="0.2000"),

@@ -30,9 +30,10 @@ def test_a_declared_model_brings_its_event_date_current_state_measures_and_sourc
     # the dimensions declare no event date nor current state: the tools say so rather than guess
     assert not models["dim_customer"].declared and models["dim_customer"].current_state is None
     assert models["dim_customer"].sources == ("raw.customers",)
-    # a model of the kind whose select reads one model: that model is its current state
+    # a model of the kind that names none: the view of its own select, whatever it reads (the
+    # trip fact reads two staging models; the ticket fact of a team's project reads one)
     trip = models["fct_trip"]
-    assert trip.declared and trip.current_state == "staging.int_trips__current_state"
+    assert trip.declared and trip.current_state == "marts.fct_trip__current_state"
     # one that groups a fact of the kind (its only input) has the view of its own select
     assert models["agg_daily_revenue"].current_state == "marts.agg_daily_revenue__current_state"
     assert models["agg_daily_city_trips"].current_state == "marts.agg_daily_city_trips__current_state"
@@ -57,7 +58,7 @@ def test_a_mart_reading_several_inputs_has_the_current_state_view_the_framework_
     assert models["trip_driver_names"].current_state == "marts.trip_driver_names__current_state"
     assert models["trip_driver_names"].upstream_models == ("fct_trip",)
     assert models["trip_driver_names"].scope_key == "trip_id"
-    assert models["fct_trip"].current_state == "staging.int_trips__current_state"  # it reads one model
+    assert models["fct_trip"].current_state == "marts.fct_trip__current_state"
 
 
 def test_only_models_of_the_framework_kind_are_pipelines(parsed: dict, tmp_path, monkeypatch):

@@ -67,7 +67,7 @@ def test_a_project_of_20_declared_models_runs_its_day_and_its_audit_lists_a_late
     # state with types that cannot be compared): its new audit cannot be analysed. The run's hook
     # fails by name, dbt reports it as the hook's error (not "keyboard interrupt" with ERROR=0),
     # and the audit readers use is left as it was
-    state = "staging.int_trips__current_state"
+    state = f"marts.{generated[0]}__current_state"
     created = wh.rows(f"show create table {state}")[0][0]
     original = re.split(r"\nAS ", created, maxsplit=1)[1]
     spark.sql(f"alter table marts.{generated[0]} add column zone array<int>")

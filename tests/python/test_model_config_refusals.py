@@ -6,7 +6,9 @@ each the rides fact's select declared as a team declares it):
   grants_supported) and they are applied after the run, as dbt-spark applies them (here Spark
   then refuses the statement, which shows it was sent).
 - a declared event date that is not a DATE (issue 80: a team's timestamp passed every run and
-  failed only `pipeline restate`, after it printed its plan)."""
+  failed only `pipeline restate`, after it printed its plan).
+- a fact over landed sources only whose select returns no `is_deleted` (issue 80: a model over
+  models need not, and the error Spark gave a fact that forgot it named no model)."""
 
 from __future__ import annotations
 
@@ -26,9 +28,10 @@ pytestmark = pytest.mark.beside  # a build of its own (a generated project)
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
-    """Fact 1 with grants; fact 2 with its event date (trip_date) a timestamp, no contract."""
+    """Fact 1 with grants; fact 2 with its event date (trip_date) a timestamp, no contract; fact 3
+    with no is_deleted in its select."""
     dest = tmp_path_factory.mktemp("refusals") / "project"
-    names = write_project(dest, 2)
+    names = write_project(dest, 3)
     yml = dest / "models" / "marts" / "generated" / "_generated__models.yml"
     declared = yaml.safe_load(yml.read_text())
     declared["models"][0]["config"]["grants"] = {"select": ["analyst"]}
@@ -37,6 +40,10 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     sql = dest / "models" / "marts" / "generated" / f"{names[1]}.sql"
     sql.write_text(sql.read_text().replace("    trip_date,\n", "    cast(trip_date as timestamp) as trip_date,\n", 1))
     assert "as timestamp) as trip_date" in sql.read_text()
+    sql = dest / "models" / "marts" / "generated" / f"{names[2]}.sql"
+    flagged = "as updated_at,\n        is_deleted\n"
+    assert flagged in sql.read_text(), "the template fact's select moved"
+    sql.write_text(sql.read_text().replace(flagged, "as updated_at\n"))
     return dest, names
 
 
@@ -48,7 +55,7 @@ def land(spark, dbt, files: Path) -> Warehouse:
 
 def test_grants_are_refused_by_name_before_a_write_and_applied_after_the_run_where_the_engine_grants(
         spark, dbt, project, tmp_path: Path):
-    dest, [name, _] = project
+    dest, [name, _, _] = project
     land(spark, dbt, tmp_path)
     team = Dbt(quiet=True, project_dir=dest)
 
@@ -68,7 +75,7 @@ def test_grants_are_refused_by_name_before_a_write_and_applied_after_the_run_whe
 
 
 def test_an_event_date_that_is_not_a_date_is_refused_by_name_and_no_table_is_kept(spark, dbt, project, tmp_path: Path):
-    dest, [_, name] = project
+    dest, [_, name, _] = project
     land(spark, dbt, tmp_path)
     team = Dbt(quiet=True, project_dir=dest)
     for _ in range(2):  # and again on the next run: nothing was kept to run incrementally
@@ -78,3 +85,20 @@ def test_an_event_date_that_is_not_a_date_is_refused_by_name_and_no_table_is_kep
         assert failure.startswith(f"{name}: error") and f"model {name} (models/marts/generated/{name}.sql)" in failure
         assert "event_date 'trip_date' is a timestamp column; it must be a DATE" in failure, failure
         assert not iceberg.table_exists(spark, f"marts.{name}")
+
+
+def test_a_fact_over_landed_sources_whose_select_flags_no_deletes_is_refused_by_name(spark, dbt, project,
+                                                                                    tmp_path: Path):
+    """Its run reads the rows updated since its watermark, not a set of keys, so a key its select
+    no longer returns cannot be taken as deleted: the run fails naming the model, its file and
+    the column, as soon as a row is read (missing_flag_error), and writes nothing."""
+    dest, [_, _, name] = project
+    land(spark, dbt, tmp_path)
+    team = Dbt(quiet=True, project_dir=dest)
+    with pytest.raises(DbtError) as refused:
+        team.invoke("run", "--select", f"+{name}")
+    [failure] = refused.value.failures
+    assert failure.startswith(f"{name}: error"), failure
+    assert (f"model {name} (models/marts/generated/{name}.sql): its select returns no is_deleted column. "
+            "A model of the kind over landed sources only flags its deleted rows itself") in failure, failure
+    assert not iceberg.table_exists(spark, f"marts.{name}") or not spark.table(f"marts.{name}").count()

@@ -495,7 +495,8 @@ def test_the_installed_package_imports_no_harness():
 
 # the calls a model of the kind may make besides ref/source/config/var: docs/reference/configuration.md,
 # "Calls a model's select may make"
-PUBLIC_CALLS = {"landed_since_last_run", "scope_keys", "date_var", "surrogate_key", "unknown_member_key"}
+PUBLIC_CALLS = {"landed_since_last_run", "scope_keys", "date_var", "surrogate_key", "unknown_member_key",
+                "version_in_effect_order"}
 
 
 def test_a_model_of_the_kind_calls_no_framework_macro_but_the_public_ones():

@@ -19,13 +19,13 @@ def test_a_shared_build_comes_back_whole_after_another_module_emptied_the_wareho
     builds = examples_built.builds
     tables = {t: wh.table(t) for t in TABLES}
     views = _statements(wh)
-    assert "staging.int_trips__current_state" in views and "audit.audit_unreflected_changes" in views
-    trips = wh.table("staging.int_trips__current_state")
+    assert "marts.fct_trip__current_state" in views and "audit.audit_unreflected_changes" in views
+    trips = wh.table("marts.fct_trip__current_state")
 
     # another module's build: every table and view dropped, one model built anew where it was
     other = Warehouse.empty(spark, dbt, tmp_path)
     other.dbt_run("--select", "dim_date")
-    assert "staging.int_trips__current_state" not in other.views()
+    assert "marts.fct_trip__current_state" not in other.views()
     assert not spark.catalog.tableExists("marts.fct_trip")
 
     again = examples_built.fresh()
@@ -33,7 +33,7 @@ def test_a_shared_build_comes_back_whole_after_another_module_emptied_the_wareho
     assert {t: again.table(t) for t in TABLES} == tables
     # the views are back, each as the build created it, reading the tables put back
     assert _statements(again) == views
-    assert again.table("staging.int_trips__current_state") == trips
+    assert again.table("marts.fct_trip__current_state") == trips
     assert again.rows("select count(*) as n from audit.audit_unreflected_changes")[0].n == 0
 
 

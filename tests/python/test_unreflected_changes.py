@@ -241,7 +241,7 @@ def test_a_declared_model_without_its_table_or_missing_from_the_audit_is_named_a
         assert backfill.restate_plan("fct_orders", 7) is None
     finally:
         base.spark.sql("alter table marts.fct_trip_away rename to marts.fct_trip")
-    base.dbt_run("--select", "int_trips__current_state")
+    base.dbt_run("--select", "int_orders__current_state")  # a declared model's current state: rewritten
     assert audit() == []
     # a table its current state cannot be compared with (a schema change half done): one row
     # naming the column, not a failure of every other model's run at its end
@@ -353,6 +353,9 @@ BROKEN_MODEL_CHANGES = {
         {**OVER_MODELS, "lookback": "sales", "scope": {"changes": [
             {"model": "fct_orders"}, {"source": "shop.customers", "through": "shop.orders", "on": "customer_id"}]}},
         {}, ".scope.changes.through: 'shop.orders' is not among its direct changes []"),
+    "awaiting rows, which its runs would not keep": (
+        {**OVER_MODELS, "scope": {"changes": [{"model": "fct_orders"}], "awaiting": ["customer_key"]}}, {},
+        ".scope.awaiting: a scope whose changes name models of the kind keeps no awaiting rows"),
     "a lookback": (
         {**OVER_MODELS, "lookback": "sales", "scope": {"changes": [{"model": "fct_orders"}]}}, {},
         ": lookback: a model whose changes are models of the kind has no lookback"),
@@ -492,9 +495,10 @@ def test_a_broken_reference_table_declaration_is_a_compile_error_naming_the_mode
 
 def test_a_model_of_the_kind_reading_several_inputs_needs_no_current_state_unless_it_scopes_itself(
         base: Warehouse):
-    """The current state is the model the select reads when it reads one; reading several, the
-    view of its own select the framework keeps (maintain_current_state). A select that restricts
-    itself to the run's keys (scope_keys()) cannot be that view: refused, naming the key."""
+    """Named none, the current state is the view of the model's own select the framework keeps
+    (maintain_current_state), whatever the select reads. A select that restricts itself to the
+    run's keys (scope_keys()) cannot be that view: refused, naming the key, even when it reads
+    one model (that model is not taken for its current state); declared, accepted."""
     import json
 
     block = {k: v for k, v in DECLARATION.items() if k != "current_state"}
@@ -506,7 +510,9 @@ def test_a_model_of_the_kind_reading_several_inputs_needs_no_current_state_unles
     assert ("model fct_example (models/x.sql), config.meta.backfill_safe: 'current_state' is missing: a select "
             "that restricts itself to a run's keys (scope_keys()) names the model that holds every key's row") in error
     node["depends_on"]["nodes"] = ["model.backfill_safe.int_orders__current_state"]
-    base.dbt.invoke("run-operation", "declared_model", "--args", json.dumps({"node": node}))  # one read: fine
+    assert "'current_state' is missing" in _declaration_error(base, node)  # one read: still refused
+    node["config"]["meta"]["backfill_safe"]["current_state"] = "int_orders__current_state"
+    base.dbt.invoke("run-operation", "declared_model", "--args", json.dumps({"node": node}))
 
 
 def test_an_event_date_documented_as_a_timestamp_is_refused_when_declared(base: Warehouse):
