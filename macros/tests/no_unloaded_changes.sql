@@ -25,13 +25,13 @@
         ~ "so expected_model, unique_key, domain and date_column are all needed") }}
 {%- endif %}
 {%- set declared = declared or {} %}
-{%- set over_models = (declared.get('scope') or {}).get('models') %}
+{%- set over_models = declared.get('reads_models') %}
 {{ config(**backfill_safe.unexplained_rows_config()) }}
 select
     unreflected.*,
     {{ backfill_safe.unexplained_flag('true' if over_models else 'false') }}
 from (
-{%- if (declared.get('scope') or {}).get('models') %}
+{%- if over_models %}
 {{ backfill_safe.unreflected_changes_over_models(model, declared.current_state_relation,
     declared.unique_key, model.identifier, declared.event_date, declared.scope) }}
 {%- else %}
@@ -46,5 +46,5 @@ from (
 {%- endif %}
 ) as unreflected
 where {{ backfill_safe.backfill_gate_dates('unreflected.restate_date',
-    windowed=not (declared.get('scope') or {}).get('models')) }}
+    windowed=not over_models) }}
 {% endtest %}

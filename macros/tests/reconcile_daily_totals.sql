@@ -20,7 +20,7 @@
         ~ "so expected_model and date_column are needed") }}
 {%- endif %}
 {{ config(**backfill_safe.unexplained_rows_config()) }}
-{%- set over_models = (declared.get('scope') or {}).get('models') %}
+{%- set over_models = declared.get('reads_models') %}
 
 with
 
@@ -76,7 +76,7 @@ full outer join actual
     on expected.reconciled_date <=> actual.reconciled_date
 where
     {{ backfill_safe.backfill_gate_dates('coalesce(expected.reconciled_date, actual.reconciled_date)',
-        windowed=not (declared.get('scope') or {}).get('models')) }}
+        windowed=not over_models) }}
     and not (
     coalesce(expected.row_count, 0) = coalesce(actual.row_count, 0)
     {%- for measure in measures %}

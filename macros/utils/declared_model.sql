@@ -64,28 +64,28 @@
     {#- a model whose changes are only models of the kind has no lookback: its scope is what
         their runs changed (scope_model_changes); one that names landed sources beside them
         has one, their window (rule 1) -#}
-    {% set over_models = block.get('scope') is mapping
+    {% set only_models = block.get('scope') is mapping
         and backfill_safe.names_models(block.scope.get('changes'))
         and not backfill_safe.names_landed_sources(block.scope.get('changes')) %}
-    {% if over_models and block.get('lookback') is not none %}
+    {% if only_models and block.get('lookback') is not none %}
         {{ exceptions.raise_compiler_error(where ~ ": lookback: a model whose changes are models "
             ~ "of the kind has no lookback (its scope is the keys their runs changed); drop it") }}
     {% endif %}
     {#- a model whose scope names models of the kind may have no event date (a customer mart):
         its runs recompute the keys their changes reach, and a restatement the keys that
         differ from its select (rows_over_models) -#}
-    {% set models_in_scope = block.get('scope') is mapping
+    {% set reads_models = block.get('scope') is mapping
         and backfill_safe.names_models(block.scope.get('changes')) %}
-    {% for key in ([] if models_in_scope else ['event_date'])
-        + ([] if over_models else ['lookback']) if block.get(key) in [none, ''] %}
+    {% for key in ([] if reads_models else ['event_date'])
+        + ([] if only_models else ['lookback']) if block.get(key) in [none, ''] %}
         {{ exceptions.raise_compiler_error(where ~ ": '" ~ key ~ "' is missing") }}
     {% endfor %}
-    {% if not over_models %}
+    {% if not only_models %}
         {% do backfill_safe.lookback_declaration(where, block.lookback) %}
     {% endif %}
     {% set share = backfill_safe.max_scan_share(node) %}
     {% set restatement_window = backfill_safe.restatement_window_days(where,
-        block.get('restatement_window'), none if over_models else block.lookback, node.name) %}
+        block.get('restatement_window'), none if only_models else block.lookback, node.name) %}
     {% set unique_key = node.config.unique_key %}
     {% if unique_key is not string or not unique_key %}
         {{ exceptions.raise_compiler_error(where ~ ": the model needs one unique_key column in "
@@ -153,8 +153,8 @@
         'current_state_maintained': maintained,
         'measures': measures,
         'scope': scope,
-        'reads_models': models_in_scope,
-        'only_models': over_models,
+        'reads_models': reads_models,
+        'only_models': only_models,
         'max_scan_share': share,
         'restatement_window': restatement_window,
         'dimension': none,
@@ -275,7 +275,6 @@
             ~ "model's own window in whole days (lookback: 3)") }}
     {% endif %}
 {% endmacro %}
-
 
 {#- A dimension's declaration under config.meta.backfill_safe:
       lookback:   its window in whole days, or a domain of var lookback_days

@@ -53,16 +53,23 @@ def land(spark, dbt, files: Path) -> Warehouse:
     return wh
 
 
+def refusal(team: Dbt, name: str) -> str:
+    """The one failure of a run of generated fact `name` and its upstream, which must fail as
+    the fact's error, naming the model and its file."""
+    with pytest.raises(DbtError) as refused:
+        team.invoke("run", "--select", f"+{name}")
+    [failure] = refused.value.failures
+    assert failure.startswith(f"{name}: error") and f"model {name} (models/marts/generated/{name}.sql)" in failure
+    return failure
+
+
 def test_grants_are_refused_by_name_before_a_write_and_applied_after_the_run_where_the_engine_grants(
         spark, dbt, project, tmp_path: Path):
     dest, [name, _, _] = project
     land(spark, dbt, tmp_path)
     team = Dbt(quiet=True, project_dir=dest)
 
-    with pytest.raises(DbtError) as refused:
-        team.invoke("run", "--select", f"+{name}")
-    [failure] = refused.value.failures
-    assert failure.startswith(f"{name}: error") and f"model {name} (models/marts/generated/{name}.sql)" in failure
+    failure = refusal(team, name)
     assert "config grants {'select': ['analyst']} cannot be applied" in failure and "grants_supported" in failure
     assert not iceberg.table_exists(spark, f"marts.{name}")  # nothing written
 
@@ -79,10 +86,7 @@ def test_an_event_date_that_is_not_a_date_is_refused_by_name_and_no_table_is_kep
     land(spark, dbt, tmp_path)
     team = Dbt(quiet=True, project_dir=dest)
     for _ in range(2):  # and again on the next run: nothing was kept to run incrementally
-        with pytest.raises(DbtError) as refused:
-            team.invoke("run", "--select", f"+{name}")
-        [failure] = refused.value.failures
-        assert failure.startswith(f"{name}: error") and f"model {name} (models/marts/generated/{name}.sql)" in failure
+        failure = refusal(team, name)
         assert "event_date 'trip_date' is a timestamp column; it must be a DATE" in failure, failure
         assert not iceberg.table_exists(spark, f"marts.{name}")
 
@@ -91,14 +95,11 @@ def test_a_fact_over_landed_sources_whose_select_flags_no_deletes_is_refused_by_
                                                                                     tmp_path: Path):
     """Its run reads the rows updated since its watermark, not a set of keys, so a key its select
     no longer returns cannot be taken as deleted: the run fails naming the model, its file and
-    the column, as soon as a row is read (missing_flag_error), and writes nothing."""
+    the column, as soon as a row is read (missing_flag_error), and writes no row."""
     dest, [_, _, name] = project
     land(spark, dbt, tmp_path)
     team = Dbt(quiet=True, project_dir=dest)
-    with pytest.raises(DbtError) as refused:
-        team.invoke("run", "--select", f"+{name}")
-    [failure] = refused.value.failures
-    assert failure.startswith(f"{name}: error"), failure
+    failure = refusal(team, name)
     assert (f"model {name} (models/marts/generated/{name}.sql): its select returns no is_deleted column. "
             "A model of the kind over landed sources only flags its deleted rows itself") in failure, failure
     assert not iceberg.table_exists(spark, f"marts.{name}") or not spark.table(f"marts.{name}").count()
