@@ -25,24 +25,35 @@ DRIVER = Path(__file__).with_name("consumer_driver.py")
 # the team's project runs in a process (a JVM) of its own: scripts/test.sh runs it beside the main session
 pytestmark = pytest.mark.extended  # a virtual environment and a project of its own
 # the raw key is `id`; the team's model calls it ticket_id (its scope maps the two)
-COLUMNS = "id,queue,opened_at,amount,updated_at,is_deleted"
+COLUMNS = "id,queue,agent_id,opened_at,amount,updated_at,is_deleted"
 DAY_1 = [
-    "1,Billing,2025-03-01 09:00:00,10.00,2025-03-01 09:00:00,false",
-    "2,billing,2025-03-02 09:00:00,20.00,2025-03-02 09:00:00,false",
-    "3,Tech,2025-03-03 09:00:00,30.00,2025-03-03 09:00:00,false",
-    "4,tech,2025-03-04 09:00:00,40.00,2025-03-04 09:00:00,false",
-    "5,tech,2025-03-05 09:00:00,50.00,2025-03-05 09:00:00,false",
-    "6,tech,,60.00,2025-03-05 10:00:00,false",  # no opened_at: quarantined
+    "1,Billing,10,2025-03-01 09:00:00,10.00,2025-03-01 09:00:00,false",
+    "2,billing,10,2025-03-02 09:00:00,20.00,2025-03-02 09:00:00,false",
+    "3,Tech,11,2025-03-03 09:00:00,30.00,2025-03-03 09:00:00,false",
+    "4,tech,11,2025-03-04 09:00:00,40.00,2025-03-04 09:00:00,false",
+    "5,tech,12,2025-03-05 09:00:00,50.00,2025-03-05 09:00:00,false",  # its agent not landed yet
+    "6,tech,12,,60.00,2025-03-05 10:00:00,false",  # no opened_at: quarantined
 ]
 DAY_2 = [
-    "2,billing,2025-03-02 09:00:00,25.00,2025-03-06 12:00:00,false",  # corrected, an older date
-    "3,Tech,2025-03-03 09:00:00,30.00,2025-03-06 12:00:00,true",  # deleted
-    "7,tech,2025-03-06 09:00:00,70.00,2025-03-06 09:00:00,false",  # new
-    "7,tech,2025-03-06 09:00:00,70.00,2025-03-06 09:00:00,false",  # its duplicate
-    "5,tech,2025-03-05 09:00:00,99.00,2025-03-05 08:00:00,false",  # stale: older than the current
-    "6,tech,2025-03-05 10:00:00,60.00,2025-03-06 13:00:00,false",  # the quarantined one, fixed
+    "2,billing,10,2025-03-02 09:00:00,25.00,2025-03-06 12:00:00,false",  # corrected, an older date
+    "3,Tech,11,2025-03-03 09:00:00,30.00,2025-03-06 12:00:00,true",  # deleted
+    "7,tech,11,2025-03-06 09:00:00,70.00,2025-03-06 09:00:00,false",  # new
+    "7,tech,11,2025-03-06 09:00:00,70.00,2025-03-06 09:00:00,false",  # its duplicate
+    "5,tech,12,2025-03-05 09:00:00,99.00,2025-03-05 08:00:00,false",  # stale: older than the current
+    "6,tech,12,2025-03-05 10:00:00,60.00,2025-03-06 13:00:00,false",  # the quarantined one, fixed
 ]
-
+# the tickets' assignees, which the team's mart (ticket_assignments) reads straight from the source
+AGENT_COLUMNS = "agent_id,agent_name,team,updated_at,is_deleted"
+AGENTS_1 = ["10,Ana,billing,2025-03-01 08:00:00,false", "11,Ben,tech,2025-03-01 08:00:00,false"]
+AGENTS_2 = [
+    "11,Benedict,tech,2025-03-06 11:00:00,false",  # a rename alone: no ticket changes with it
+    "12,Cleo,tech,2025-03-06 10:00:00,false",  # the agent of tickets 5 and 6 arrives
+]
+AGENTS_3 = [
+    # a rename dated before the mart's window (its watermark 2025-03-06 13:00 less a day)
+    "10,Anabel,billing,2025-03-04 00:00:00,false",
+    "11,Bobby,tech,2025-03-06 09:00:00,false",  # in the window, but older than Benedict: stale
+]
 
 def guide_install_steps() -> list[list[str]]:
     """The commands of the bash block of the guide's "1. Install", comments left out, with
@@ -84,22 +95,26 @@ def test_a_teams_project_installs_the_framework_and_gets_its_guarantees(tmp_path
     assert package_dir.returncode == 0 and package_dir.stdout.strip() == str(installed / "backfill_safe")
 
     files = tmp_path / "files"
-    files.mkdir()
-    (files / "tickets.csv").write_text("\n".join([COLUMNS, *DAY_1]) + "\n")
-    (files / "tickets-2.csv").write_text("\n".join([COLUMNS, *DAY_2]) + "\n")
-    done = subprocess.run([".venv/bin/python", str(DRIVER), str(files / "tickets.csv"), str(files / "tickets-2.csv")],
+    for day, name, columns, lines in (("day1", "tickets.csv", COLUMNS, DAY_1), ("day1", "agents.csv", AGENT_COLUMNS, AGENTS_1),
+                                      ("day2", "tickets-2.csv", COLUMNS, DAY_2), ("day2", "agents-2.csv", AGENT_COLUMNS, AGENTS_2),
+                                      ("day3", "agents-3.csv", AGENT_COLUMNS, AGENTS_3)):
+        (files / day).mkdir(parents=True, exist_ok=True)
+        (files / day / name).write_text("\n".join([columns, *lines]) + "\n")
+    done = subprocess.run([".venv/bin/python", str(DRIVER), str(files)],
                           cwd=project, env=env, capture_output=True, text=True, timeout=1500)
     [result] = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")] or [None]
     assert done.returncode == 0 and result, done.stdout[-5000:] + done.stderr[-5000:]
     outcome = json.loads(result.removeprefix("RESULT "))
+    print(json.dumps(outcome, indent=1))
 
     # the `pipeline` the team's environment installed, working on the project of its folder
     assert outcome["project_dir"] == str(project)
     assert outcome["pipeline_module"] == str(installed / "pipeline" / "__init__.py")
     assert outcome["state_dir"] == str(project / ".warehouse")
-    assert outcome["land_1"] == 0 and outcome["land_2"] == 0
+    assert outcome["land_1"] == 0 and outcome["land_2"] == 0 and outcome["land_3"] == 0
     for build in ("build_1", "build_2"):
         assert outcome[build].pop("fct_ticket") == "success", outcome[build]
+        assert outcome[build].pop("ticket_assignments") == "success", outcome[build]
         # the team's plain Parquet table, built again by the second build (dropped and created)
         assert outcome[build].pop("dim_date") == "success", outcome[build]
         assert set(outcome[build].values()) == {"success", "pass"}, outcome[build]
@@ -111,7 +126,9 @@ def test_a_teams_project_installs_the_framework_and_gets_its_guarantees(tmp_path
                             "stg_helpdesk__tickets_keeps_the_latest_version_of_each_ticket")), outcome
     for name in ("backfill_safe-on-run-start-0", "backfill_safe-on-run-end-0",
                  "backfill_safe_reconcile_daily_totals_fct_ticket_", "backfill_safe_no_unloaded_changes_fct_ticket_",
-                 "backfill_safe_source_landed_rows_are_loaded_or_quarantined_helpdesk_tickets_"):
+                 "backfill_safe_source_landed_rows_are_loaded_or_quarantined_helpdesk_tickets_",
+                 "backfill_safe_reconcile_daily_totals_ticket_assignments_",
+                 "backfill_safe_no_unloaded_changes_ticket_assignments_"):
         assert name in outcome["build_2"], (name, outcome["build_2"])
 
     # day 1: the ticket without opened_at held back, queues as the model writes them
@@ -128,18 +145,53 @@ def test_a_teams_project_installs_the_framework_and_gets_its_guarantees(tmp_path
     assert outcome["days_2"] == [["2025-03-01", True, 1], ["2025-03-02", True, 1], ["2025-03-04", False, 1],
                                  ["2025-03-05", False, 2], ["2025-03-06", False, 1]]
     assert outcome["watermark"] == "2025-03-06 13:00:00"
+
+    # the team's mart (its SQL as written: the fact, the staging view, the agents read straight)
+    # equals its select over every input after each day: day 1, an agent not landed yet
+    assert outcome["mart_1"] == [[1, "2025-03-01", 10, "Ana", "billing", "10.00"],
+                                 [2, "2025-03-02", 10, "Ana", "billing", "20.00"],
+                                 [3, "2025-03-03", 11, "Ben", "tech", "30.00"],
+                                 [4, "2025-03-04", 11, "Ben", "tech", "40.00"],
+                                 [5, "2025-03-05", 12, None, None, "50.00"]]
+    # day 2: the fact's late correction and delete, the new and the fixed ticket, a rename the
+    # agents' source alone carries (tickets 4 and 7), the agent of 5 and 6 arrived, stale
+    # versions of a ticket and of an agent ignored
+    mart_2 = [[1, "2025-03-01", 10, "Ana", "billing", "10.00"], [2, "2025-03-02", 10, "Ana", "billing", "25.00"],
+              [4, "2025-03-04", 11, "Benedict", "tech", "40.00"], [5, "2025-03-05", 12, "Cleo", "tech", "50.00"],
+              [6, "2025-03-05", 12, "Cleo", "tech", "60.00"], [7, "2025-03-06", 11, "Benedict", "tech", "70.00"]]
+    assert outcome["mart_2"] == mart_2
+    assert outcome["mart_1_is_its_select"] and outcome["mart_2_is_its_select"]
+    assert outcome["mart_watermark"] == "2025-03-06 13:00:00"  # its landed sources' greatest version
+    # day 3: the rename dated before the window is missed by the daily run, and its audit names
+    # the two tickets of that agent with their dates; the rest of the build passed
+    assert outcome["mart_3"] == mart_2 and not outcome["mart_3_is_its_select"]
+    failed = {name: status for name, status in outcome["build_3"].items() if status not in ("success", "pass")}
+    assert list(failed) == [n for n in outcome["build_3"] if n.startswith(
+        "backfill_safe_no_unloaded_changes_ticket_assignments_")] and list(failed.values()) == ["fail"], failed
+    assert [a[:2] + a[3:] for a in outcome["audit_3"]] == [["ticket_assignments", "1", "2025-03-01"],
+                                                           ["ticket_assignments", "2", "2025-03-02"]]
+    # `pipeline restate` restates those dates of the mart on a branch, published
+    assert outcome["restate"] == 0
+    restated = [[1, "2025-03-01", 10, "Anabel", "billing", "10.00"], [2, "2025-03-02", 10, "Anabel", "billing", "25.00"],
+                *mart_2[2:]]
+    assert outcome["mart_restated"] == restated and outcome["mart_restated_is_its_select"]
     # the materialization's work after the MERGE: the watermark stayed below the
     # quarantined version on day 1; day 2's MERGE rewrote the four dates it touched only
     assert outcome["run_records"] == [["success", "2025-03-05 09:00:00", 1, 5, 0, 5],
                                       ["success", "2025-03-06 13:00:00", 1, 3, 2, 4]]
     # the control tables in the team's warehouse; none of the repository's examples built there
     assert {"control.etl_watermark", "control.run_records", "control.landed_files"} <= set(outcome["tables"])
+    # each model's current state is the view the framework keeps of its select
     assert [t for t in outcome["tables"] if t.startswith("analytics_marts.")] == [
-        "analytics_marts.dim_date", "analytics_marts.fct_ticket"]
-    assert [t for t in outcome["tables"] if t.startswith("helpdesk_raw.")] == ["helpdesk_raw.tickets"]
+        "analytics_marts.dim_date", "analytics_marts.fct_ticket", "analytics_marts.fct_ticket__current_state",
+        "analytics_marts.ticket_assignments",
+        "analytics_marts.ticket_assignments__current_state"]
+    assert [t for t in outcome["tables"] if t.startswith("helpdesk_raw.")] == ["helpdesk_raw.agents",
+                                                                              "helpdesk_raw.tickets"]
     manifest = json.loads((project / "target" / "manifest.json").read_text())
     built = sorted(n["name"] for n in manifest["nodes"].values() if n["resource_type"] in ("model", "seed"))
-    assert built == ["audit_quarantined_rows", "dim_date", "fct_ticket", "stg_helpdesk__tickets"], built
+    assert built == ["audit_quarantined_rows", "dim_date", "fct_ticket", "stg_helpdesk__tickets",
+                     "ticket_assignments"], built
     # no test of the package's examples attached to the team's models of the same name (dim_date)
     tests = [n for n in manifest["nodes"].values() if n["resource_type"] == "test"]
     assert [t["unique_id"] for t in tests if t["package_name"] != "helpdesk_analytics"] == [
@@ -165,9 +217,14 @@ def test_a_teams_project_installs_the_framework_and_gets_its_guarantees(tmp_path
     assert outcome["compare"] == 0
     assert {k: outcome["compared"][k] for k in ("identical", "modified", "missing", "extra", "equal")} == {
         "identical": 6, "modified": 0, "missing": 0, "extra": 0, "equal": True}, outcome["compared"]
-    assert outcome["report"] == 0 and outcome["report_names_the_model"]
-    # the backfill restated the damaged date from the current state, published
-    assert outcome["rows_damaged"] != expected
+    assert outcome["compare_mart"] == 0
+    assert {k: outcome["compared_mart"][k] for k in ("identical", "modified", "missing", "extra", "equal")} == {
+        "identical": 6, "modified": 0, "missing": 0, "extra": 0, "equal": True}, outcome["compared_mart"]
+    assert outcome["report"] == 0 and outcome["report_names_the_models"]
+    # the backfill of the fact restated its damaged date and, downstream of it, the mart's
+    assert outcome["rows_damaged"] != expected and outcome["mart_damaged"] != restated
     assert outcome["backfill"] == 0
     assert outcome["rows_3"] == expected
-    assert outcome["backfill_runs"] == [["published", "restate after a bad deploy"]]
+    assert outcome["mart_backfilled"] == restated and outcome["mart_backfilled_is_its_select"]
+    assert outcome["backfill_runs"] == [["published", "an agent's rename landed late"],
+                                        ["published", "restate after a bad deploy"]]

@@ -8,6 +8,7 @@ select
     id as ticket_id,
     cast(opened_at as date) as opened_date,
     lower(queue) as queue,
+    agent_id,
     amount,
     updated_at,
     coalesce(is_deleted, false) as is_deleted
