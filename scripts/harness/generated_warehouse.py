@@ -256,6 +256,34 @@ group by accounts.account_id, accounts.account_name
 """
 
 
+# The plain-model twin (`twin=True`): the same project with each model of the kind a plain dbt
+# incremental model (merge on its key, the rows updated after the table's latest), no
+# declaration: dbt's own floor for what an invocation of the project costs.
+TWIN_SINCE = """
+{% if is_incremental() %}
+where updated_at > (select coalesce(max(updated_at), timestamp'1900-01-01') from {{ this }})
+{% endif %}
+"""
+TWIN_KEYS = {"dim_{d}_account": ("account_key", "{{ backfill_safe.surrogate_key(['account_id']) }} as account_key,"),
+             "dim_{d}_member": ("member_key",
+                                "{{ backfill_safe.surrogate_key(['member_id', 'updated_at']) }} as member_key,"),
+             "fct_{d}_event": ("event_id", None), "agg_{d}_daily": ("daily_key", None)}
+
+
+def _twin(name: str, text: str) -> str:
+    """The plain dbt incremental model of the twin, from a model of the kind's file `text`."""
+    key, column = TWIN_KEYS[name]
+    body = text.split("\n", 1)[1]  # the kind's config line left out
+    partition = "" if name.startswith("dim") else ", partition_by=['event_date']"
+    config = ("{{ config(materialized='incremental', incremental_strategy='merge', unique_key='"
+              + key + "'" + partition + ") }}\n")
+    if column:
+        body = body.replace("select ", "select " + column + " ", 1)
+    if name.startswith("agg"):  # an aggregate: every group again, merged
+        return config + body
+    return config + "\nselect * from (\n" + body + ") as twin_rows\n" + TWIN_SINCE
+
+
 def _columns(columns: dict[str, str]) -> list[dict]:
     return [{"name": name, "data_type": data_type} for name, data_type in columns.items()]
 
@@ -313,9 +341,9 @@ def _marts(d: str) -> dict:
     ]}
 
 
-def write_warehouse(dest: Path, domains: int, framework: Path | None = None) -> list[str]:
+def write_warehouse(dest: Path, domains: int, framework: Path | None = None, twin: bool = False) -> list[str]:
     """Write the project to `dest` (emptied first) with `domains` domains; the names of its
-    models of the kind."""
+    models of the kind (with `twin`, of the plain incremental models in their place)."""
     if domains < 1:
         raise ValueError(f"domains must be at least 1, got {domains}")
     framework = framework or paths.FRAMEWORK_DIR
@@ -336,11 +364,13 @@ def write_warehouse(dest: Path, domains: int, framework: Path | None = None) -> 
         for name, template in ((f"stg_{d}__events", STG_EVENTS), (f"stg_{d}__member_versions", STG_MEMBER_VERSIONS),
                                (f"stg_{d}__accounts", STG_ACCOUNTS)):
             (staging / f"{name}.sql").write_text(template.format(d=d))
-        (marts / f"_{d}__models.yml").write_text(yaml.safe_dump(_marts(d), sort_keys=False))
-        for name, template in ((f"dim_{d}_account", DIM_ACCOUNT), (f"dim_{d}_member", DIM_MEMBER),
-                               (f"fct_{d}_event", FCT_EVENT), (f"agg_{d}_daily", AGG_DAILY),
-                               (f"rpt_{d}__account_totals", RPT_ACCOUNT_TOTALS)):
-            (marts / f"{name}.sql").write_text(template.format(d=d))
+        if not twin:
+            (marts / f"_{d}__models.yml").write_text(yaml.safe_dump(_marts(d), sort_keys=False))
+        for name, template in (("dim_{d}_account", DIM_ACCOUNT), ("dim_{d}_member", DIM_MEMBER),
+                               ("fct_{d}_event", FCT_EVENT), ("agg_{d}_daily", AGG_DAILY),
+                               ("rpt_{d}__account_totals", RPT_ACCOUNT_TOTALS)):
+            text = template.format(d=d)
+            (marts / f"{name.format(d=d)}.sql").write_text(_twin(name, text) if twin and name in TWIN_KEYS else text)
         kinds.extend(models_of_the_kind(d))
     # dbt deps of a local package is a symlink: no network, no copy
     (dest / "dbt_packages").mkdir()
@@ -353,8 +383,8 @@ def day_versions(index: int, day: int) -> dict[str, list[dict]]:
     the domain and the day: the same on every call. Day 0: every account and member, and a
     day of events. Each later day: a day of new events (one of them twice: a duplicate), late
     corrections of earlier events, a delete, a version older than the one it follows (out of
-    order), a member's new version (effective from that day), an account renamed, and an event
-    whose member has no version yet until the day after."""
+    order), a member's new version (effective from that day's afternoon), an account renamed,
+    and an event whose member has no version yet until the day after."""
     rng = random.Random(index * 1000 + day)
     at = FIRST_DAY + timedelta(days=day, hours=20)  # the day's changes are stamped in its evening
     rows: dict[str, list[dict]] = {"events": [], "members": [], "accounts": []}
@@ -394,20 +424,26 @@ def day_versions(index: int, day: int) -> dict[str, list[dict]]:
     # an event of a member with no version yet (awaiting), whose member arrives the day after
     newcomer = MEMBERS + day
     rows["events"].append(event(10_000 + day, occurred(first + 2), at, member_id=newcomer))
-    rows["members"].append({"member_id": newcomer - 1, "member_name": f"member {newcomer - 1}",
-                            "rate": Decimal("0.2000"), "updated_at": at - timedelta(days=1), "is_deleted": False}
-                           if day > 1 else
-                           {"member_id": 1, "member_name": "member 1", "rate": Decimal("0.3000"),
-                            "updated_at": at - timedelta(hours=6), "is_deleted": False})
+    # a member's new version, in effect from the day's afternoon (its earlier version, older than
+    # the window, is closed by it); and the member of yesterday's awaiting event arrives
+    changed = 1 + day % MEMBERS
+    rows["members"].append({"member_id": changed, "member_name": f"member {changed}",
+                            "rate": Decimal(f"0.{20 + day:04d}"), "updated_at": at - timedelta(hours=6),
+                            "is_deleted": False})
+    if day > 1:
+        rows["members"].append({"member_id": newcomer - 1, "member_name": f"member {newcomer - 1}",
+                                "rate": Decimal("0.2000"), "updated_at": at - timedelta(days=1),
+                                "is_deleted": False})
     renamed = 1 + day % ACCOUNTS
     rows["accounts"].append({"account_id": renamed, "account_name": f"{domain_name(index)} account {renamed} ({day})",
                              "region": "eu", "updated_at": at, "is_deleted": False})
     return rows
 
 
-def land_day(spark, dest: Path, domains: int, day: int, files: Path) -> int:
-    """Land day `day` of every domain of the project at `dest` (parsed: its manifest holds the
-    contract) in one landing; the number of versions landed."""
+def land_day(spark, dest: Path, domains: int, day: int, files: Path, only: list[int] | None = None) -> int:
+    """Land day `day` of every domain of the project at `dest` (or of the domains `only`
+    numbers) in one landing, the project parsed (its manifest holds the contract); the number
+    of versions landed."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -415,11 +451,11 @@ def land_day(spark, dest: Path, domains: int, day: int, files: Path) -> int:
     from pipeline.land import land
 
     contract = contracts.load(dest / "target" / "manifest.json")
-    folder = files / f"day-{day}"
+    folder = files / f"day-{day}" / ("all" if only is None else "-".join(map(str, only[:3])))
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     landed = 0
-    for index in range(1, domains + 1):
+    for index in only if only is not None else range(1, domains + 1):
         d = domain_name(index)
         for table, rows in day_versions(index, day).items():
             if not rows:

@@ -62,4 +62,5 @@ def test_a_generated_warehouse_runs_its_days_and_each_model_equals_its_full_refr
     team.invoke("run", "--full-refresh", "--select", "path:models/marts")
     refreshed = {name: contents(name) for name in kinds}
     differing = [name for name in kinds if refreshed[name] != incremental[name]]
-    assert not differing, {name: (sorted(set(incremental[name]) ^ set(refreshed[name]))[:4]) for name in differing}
+    assert not differing, {name: sorted(map(repr, set(incremental[name]) ^ set(refreshed[name])))[:4]
+                           for name in differing}
