@@ -131,7 +131,6 @@
 {% macro replace_audit_tree(view, names, bodies) %}
     {% set schema = view.schema %}
     {% set prefix = 'unreflected_changes__' %}
-    {% set limits = backfill_safe.audit_part_limits() %}
     {% set members = [] %}
     {% for name in names %}
         {% set body = bodies[loop.index0] %}
@@ -140,27 +139,7 @@
         {% do members.append({'name': name, 'view': member, 'body': body}) %}
     {% endfor %}
     {#- parts: consecutive members, each within the limits of text and listed names -#}
-    {% set parts = [] %}
-    {% set current = {'members': [], 'text': 0, 'names': 0} %}
-    {% for member in members %}
-        {% set text = member.view | length + 30 %}
-        {% if current.members and (current.members | length >= limits.models
-            or current.text + text > limits.text or current.names + member.name | length + 1 > limits.names) %}
-            {% do parts.append(current.members) %}
-            {% do current.update({'members': [], 'text': 0, 'names': 0}) %}
-        {% endif %}
-        {% do current.members.append(member) %}
-        {% do current.update({'text': current.text + text,
-                              'names': current.names + member.name | length + 1}) %}
-    {% endfor %}
-    {% if current.members %}
-        {% do parts.append(current.members) %}
-    {% endif %}
-    {% if parts | length > limits.models %}
-        {{ exceptions.raise_compiler_error("unreflected_changes_view: " ~ names | length
-            ~ " declared models make " ~ parts | length ~ " parts of " ~ view ~ ", more than the "
-            ~ limits.models ~ " one view unites; raise audit_part_limits' models") }}
-    {% endif %}
+    {% set parts = backfill_safe.view_tree_parts(members) %}
     {% set part_views = [] %}
     {% for part in parts %}
         {% set body = backfill_safe.union_of_views(part | map(attribute='view') | list) %}

@@ -80,18 +80,8 @@ models:
         write.wap.enabled: "true"
 """
 
-SCHEMA_MACRO = """\
-{#- dbt's schema naming, except for the dual run of `pipeline compare` (the framework's scratch
-    schema). -#}
-{% macro generate_schema_name(custom_schema_name, node) -%}
-    {%- set dual_run = backfill_safe.dual_run_schema(node) -%}
-    {%- if dual_run is not none -%}
-        {{ dual_run }}
-    {%- else -%}
-        {{ default__generate_schema_name(custom_schema_name, node) }}
-    {%- endif -%}
-{%- endmacro %}
-"""
+# the team's routing of the dual run's schema, as the adoption guide's project has it
+SCHEMA_MACRO = Path("tests/consumer_project/macros/generate_schema_name.sql")
 
 RAW_COLUMNS = {
     "events": {"event_id": "bigint", "account_id": "bigint", "member_id": "bigint", "category": "string",
@@ -352,7 +342,7 @@ def write_warehouse(dest: Path, domains: int, framework: Path | None = None, twi
     (dest / "macros").mkdir(parents=True)
     (dest / "dbt_project.yml").write_text(PROJECT.format(domains=domains))
     (dest / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(framework)}]}))
-    (dest / "macros" / "generate_schema_name.sql").write_text(SCHEMA_MACRO)
+    shutil.copy(framework / SCHEMA_MACRO, dest / "macros" / "generate_schema_name.sql")
     kinds = []
     for index in range(1, domains + 1):
         d = domain_name(index)
@@ -380,8 +370,8 @@ def write_warehouse(dest: Path, domains: int, framework: Path | None = None, twi
 
 def day_versions(index: int, day: int) -> dict[str, list[dict]]:
     """The versions domain `index` lands on day `day` (0: its history's first day), from a seed of
-    the domain and the day: the same on every call. Day 0: every account and member, and a
-    day of events. Each later day: a day of new events (one of them twice: a duplicate), late
+    the domain and the day: the same on every call. Day 0: every account and member, a day of
+    events, and an event without its event time (quarantined; fixed on day 1). Each later day: a day of new events (one of them twice: a duplicate), late
     corrections of earlier events, a delete, a version older than the one it follows (out of
     order), a member's new version (effective from that day's afternoon), an account renamed,
     and an event whose member has no version yet until the day after."""
@@ -389,7 +379,7 @@ def day_versions(index: int, day: int) -> dict[str, list[dict]]:
     at = FIRST_DAY + timedelta(days=day, hours=20)  # the day's changes are stamped in its evening
     rows: dict[str, list[dict]] = {"events": [], "members": [], "accounts": []}
 
-    def event(event_id: int, occurred: datetime, updated: datetime, *, member_id: int | None = None,
+    def event(event_id: int, occurred: datetime | None, updated: datetime, *, member_id: int | None = None,
               amount: str | None = None, deleted: bool = False) -> dict:
         return {"event_id": event_id, "account_id": 1 + event_id % ACCOUNTS,
                 "member_id": member_id or 1 + event_id % MEMBERS,
@@ -411,6 +401,9 @@ def day_versions(index: int, day: int) -> dict[str, list[dict]]:
     first = day * EVENTS_A_DAY + 1
     for event_id in range(first, first + EVENTS_A_DAY):
         rows["events"].append(event(event_id, occurred(event_id), occurred(event_id) + timedelta(minutes=5)))
+    # a version without its event time: quarantined on day 0, fixed on day 1
+    if day in (0, 1):
+        rows["events"].append(event(20_000, occurred(first) if day else None, at - timedelta(hours=8)))
     if day == 0:
         return rows
     rows["events"].append(dict(rows["events"][0]))  # a duplicate of a version

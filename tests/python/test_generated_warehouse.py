@@ -14,15 +14,22 @@ from pathlib import Path
 
 import pytest
 
+from harness.statement_budget import StatementBudget
 from harness.generated_warehouse import KINDS_PER_DOMAIN, domain_name, land_day, write_warehouse
 from helpers import Warehouse
+from pipeline import warehouse
 from pipeline.dbt import Dbt
+
+METASTORE_VIEW_TEXT = 32_700  # Derby's LONG VARCHAR, the embedded metastore's view text column
 
 
 def _dropped_schemas(spark, domains: int) -> None:
-    """The generated project's schemas, left by an earlier test of this session, dropped."""
-    for schema in ("analytics_marts", "analytics_staging", *(f"{domain_name(i)}_raw" for i in range(1, domains + 1))):
-        spark.sql(f"drop schema if exists {schema} cascade")
+    """The generated project's tables and views, left by an earlier test of this session,
+    dropped as empty_warehouse drops the project's: one by one, without purge (a `drop schema
+    ... cascade` deletes the schema's folder under tables Iceberg still has cached)."""
+    schemas = ("analytics_marts", "analytics_staging", *(f"{domain_name(i)}_raw" for i in range(1, domains + 1)))
+    for relation in warehouse.relations(spark, schemas):
+        spark.sql(f"drop {'view' if relation.is_view else 'table'} if exists {relation}")
 
 
 @pytest.mark.parametrize("domains", [pytest.param(5, marks=pytest.mark.beside),
@@ -64,3 +71,33 @@ def test_a_generated_warehouse_runs_its_days_and_each_model_equals_its_full_refr
     differing = [name for name in kinds if refreshed[name] != incremental[name]]
     assert not differing, {name: sorted(map(repr, set(incremental[name]) ^ set(refreshed[name])))[:4]
                            for name in differing}
+
+
+@pytest.mark.beside
+def test_the_quarantine_view_of_45_landed_tables_lists_each_ones_quarantined_version(spark, dbt, tmp_path: Path):
+    """audit_quarantined_rows over every landed table of 15 domains: one union of their
+    screenings outgrew the embedded metastore's view text (32,700 characters) at 39 tables, and
+    the first build of a team's warehouse of 13 domains failed. A tree of views: no view's text
+    grows with the number of tables, and an unchanged tree is not made again."""
+    domains = 15
+    Warehouse.empty(spark, dbt, tmp_path / "files")
+    _dropped_schemas(spark, domains)
+    dest = tmp_path / "project"
+    write_warehouse(dest, domains)
+    team = Dbt(quiet=True, project_dir=dest)
+    team.invoke("parse")
+    land_day(spark, dest, domains, 0, tmp_path / "files")  # each domain: one event without its time
+    team.invoke("run", "--select", "audit_quarantined_rows")
+    budget = StatementBudget(team)
+    with budget.recording():  # the tree found made: no view of it created again
+        team.invoke("run", "--select", "audit_quarantined_rows")
+    assert not [s["sql"] for s in budget.statements if s["sql"].lower().startswith("create view")]
+    listed = spark.sql("select source_name, source_table, record_key, reason from audit.audit_quarantined_rows"
+                       " order by source_name").collect()
+    assert [tuple(r) for r in listed] == [(domain_name(i), "events", "20000", "null occurred_at")
+                                          for i in range(1, domains + 1)]
+    views = [r.viewName for r in spark.sql("show views in audit").collect() if not r.isTemporary]
+    assert len([v for v in views if v.startswith("quarantined_rows__") and "__part__" not in v]) == 3 * domains
+    for view in views:
+        text = spark.sql(f"show create table audit.{view}").collect()[0][0]
+        assert len(text) < METASTORE_VIEW_TEXT // 2, (view, len(text))

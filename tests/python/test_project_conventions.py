@@ -218,7 +218,7 @@ def test_loadable_has_one_definition_that_the_staging_the_audit_and_the_watermar
     assert callers["quarantine_reason"] == {"screened_versions"}, callers
     assert callers["screened_versions"] == {"landed_versions", "staged_versions",
                                             "landed_rows_are_loaded_or_quarantined"}, callers
-    assert {"advance_watermark", "watermark_drift", "audit_quarantined_rows"} <= callers["landed_versions"], callers
+    assert {"advance_watermark", "watermark_drift", "quarantine_view_tree"} <= callers["landed_versions"], callers
 
 
 def _code_blocks(markdown: str) -> list[tuple[str, str]]:
