@@ -59,14 +59,12 @@
 
 {#- The views of `tree` (view_tree) that do not exist yet, created (members, then parts): one
     listing of the schema's views of the tree's prefix, and nothing else when all exist. What was
-    listed is kept for drop_views_outside_tree. Returns ''. -#}
+    listed is kept for drop_views_outside_tree. Its schema exists (dbt makes a model's schema
+    before its pre-hook runs). Returns ''. -#}
 {% macro create_view_tree(tree) %}
     {% if not execute %}
         {{ return('') }}
     {% endif %}
-    {% call statement('create_view_tree_schema') %}
-        create schema if not exists {{ tree.schema }}
-    {% endcall %}
     {% set listed = run_query("show views in " ~ tree.schema ~ " like '" ~ tree.prefix ~ "*'") %}
     {% set present = listed.columns[1].values() | map('lower') | list
         if listed is not none else [] %}
