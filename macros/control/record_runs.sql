@@ -72,7 +72,8 @@
     {% for row in run_query(watermark_query).rows %}
         {% do watermarks.update({row[0]: row}) %}
     {% endfor %}
-    {#- 3. one append of constant rows -#}
+    {#- 3. one append: the runs as one inline table of literals (its analysis does not grow
+        like a union of one select per model), the lag and the time recorded computed once -#}
     {% set rows = [] %}
     {% for run in runs %}
         {% set node = run.node %}
@@ -84,31 +85,35 @@
             if watermark else none %}
         {% set message = (run.message or '') | string | truncate(1000)
             | replace('\\', '\\\\') | replace("'", "\\'") %}
-        {% set row %}
-        select
-            '{{ invocation_id }}',
-            '{{ backfill_safe.validated_identifier(node.name) }}',
-            '{{ node.schema }}.{{ node.alias }}',
-            '{{ run.status }}',
-            {{ backfill_safe.timestamp_literal(timing.started_at) if timing else 'cast(null as timestamp)' }},
-            {{ backfill_safe.timestamp_literal(timing.completed_at) if timing else 'cast(null as timestamp)' }},
-            {{ ("date'" ~ window.start ~ "'") if window else 'cast(null as date)' }},
-            {{ ("date'" ~ window.end ~ "'") if window else 'cast(null as date)' }},
-            {{ backfill_safe.timestamp_literal(before) if before else 'cast(null as timestamp)' }},
-            {{ backfill_safe.timestamp_literal(after) if after else 'cast(null as timestamp)' }},
-            {{ ('unix_timestamp(current_timestamp()) - unix_timestamp(' ~ backfill_safe.timestamp_literal(after) ~ ')')
-                if after else 'cast(null as bigint)' }},
-            {{ (figure[1] if figure else 0) | int }},
-            cast({{ ((figure[2] or 0) if figure else 0) | int }} as bigint),
-            cast({{ ((figure[3] or 0) if figure else 0) | int }} as bigint),
-            cast({{ ((figure[4] or 0) if figure else 0) | int }} as bigint),
-            cast({{ ((figure[5] or 0) if figure else 0) | int }} as bigint),
-            cast({{ ((figure[6] or 0) if figure else 0) | int }} as bigint),
-            '{{ message }}',
-            current_timestamp()
-        {% endset %}
-        {% do rows.append(row) %}
+        {% set null_ts = 'cast(null as timestamp)' %}
+        {% set values = [
+            "'" ~ backfill_safe.validated_identifier(node.name) ~ "'",
+            "'" ~ node.schema ~ "." ~ node.alias ~ "'",
+            "'" ~ run.status ~ "'",
+            backfill_safe.timestamp_literal(timing.started_at) if timing else null_ts,
+            backfill_safe.timestamp_literal(timing.completed_at) if timing else null_ts,
+            backfill_safe.timestamp_literal(before) if before else null_ts,
+            backfill_safe.timestamp_literal(after) if after else null_ts,
+            (figure[1] if figure else 0) | int] %}
+        {% for position in range(2, 7) %}
+            {% set figured = ((figure[position] or 0) if figure else 0) | int %}
+            {% do values.append('cast(' ~ figured ~ ' as bigint)') %}
+        {% endfor %}
+        {% do values.append("'" ~ message ~ "'") %}
+        {% do rows.append('(' ~ values | join(', ') ~ ')') %}
     {% endfor %}
     insert into {{ var('control_schema', 'control') }}.run_records
-    {{ rows | join('\n    union all\n') }}
+    select
+        '{{ invocation_id }}', model_name, relation_name, status, started_at, finished_at,
+        {{ ("date'" ~ window.start ~ "'") if window else 'cast(null as date)' }},
+        {{ ("date'" ~ window.end ~ "'") if window else 'cast(null as date)' }},
+        watermark_before, watermark_after,
+        unix_timestamp(current_timestamp()) - unix_timestamp(watermark_after),
+        snapshots_committed, added_records, deleted_records, added_files, removed_files,
+        changed_partitions, message, current_timestamp()
+    from values
+        {{ rows | join(',\n        ') }}
+    as runs (model_name, relation_name, status, started_at, finished_at, watermark_before,
+        watermark_after, snapshots_committed, added_records, deleted_records, added_files,
+        removed_files, changed_partitions, message)
 {% endmacro %}
