@@ -35,15 +35,33 @@ def audited_models(spark: Sql, audit: str) -> set[str]:
     backfill_safe.audit_parts), each listing its models in backfill_safe.audited_models (macro
     replace_audit_tree). A view of an older release lists them itself. Empty: none."""
 
-    def properties(view: str) -> dict[str, str]:
-        refreshed(spark, view)
-        return {r.key: r.value for r in spark.sql(f"show tblproperties {view}").collect()}
-
-    top = properties(audit)
+    top = _properties(spark, audit)
     parts = [p for p in (top.get("backfill_safe.audit_parts") or "").split(",") if p]
     listed = [top.get("backfill_safe.audited_models") or ""] + [
-        properties(part).get("backfill_safe.audited_models") or "" for part in parts]
+        _properties(spark, part).get("backfill_safe.audited_models") or "" for part in parts]
     return {name for names in listed for name in names.split(",") if name}
+
+
+def audit_chunks(spark: Sql, audit: str, size: int = 20) -> list[str]:
+    """The audit view `audit` as relations to read one after the other, each the union of at most
+    `size` of its models' audit views: one query over every declared model's audit plans them
+    all at once, and at 200 models the driver ran out of memory (issue 81). The members are read
+    from the part views' text (macro replace_audit_tree: each part unites its members' views); a
+    view of an older release (no parts) is one relation."""
+    parts = [p for p in (_properties(spark, audit).get("backfill_safe.audit_parts") or "").split(",") if p]
+    members = []
+    for part in parts:
+        [text] = spark.sql(f"show create table {checked_table(part)}").first()
+        members.extend(re.findall(rf"select \* from ({_IDENTIFIER}\.{_IDENTIFIER})", text, flags=re.I))
+    if not members:
+        return [audit]
+    return [" union all ".join(f"select * from {m}" for m in members[at:at + size])
+            for at in range(0, len(members), size)]
+
+
+def _properties(spark: Sql, view: str) -> dict[str, str]:
+    refreshed(spark, view)
+    return {r.key: r.value for r in spark.sql(f"show tblproperties {checked_table(view)}").collect()}
 
 
 def refreshed(spark: Sql, table: str) -> str:

@@ -55,6 +55,13 @@ def test_a_project_of_20_declared_models_runs_its_day_and_its_audit_lists_a_late
     for name in generated:  # the day's new trip reached every one of them
         assert {r.trip_id: r.fare_amount for r in wh.rows(f"select * from marts.{name}")} == {
             1: Decimal("20.00"), 2: Decimal("30.00"), 4: Decimal("40.00")}
+    # `pipeline status` reads the audit a few models a query (one query of every model's audit ran
+    # the driver out of memory at 100): each model's late row, whichever query read it
+    from pipeline.backfill.late_policy import AUDITS_TOGETHER, late_by_model
+    assert len(iceberg.audit_chunks(spark, "audit.audit_unreflected_changes", AUDITS_TOGETHER)) >= 4
+    late = {m.model_name: (m.restatable, m.not_built) for m in late_by_model(spark, "audit.audit_unreflected_changes")}
+    assert {name: late.get(name) for name in [*generated, "fct_trip"]} == {
+        name: (1, None) for name in [*generated, "fct_trip"]}
     # every model covered, and no view of the tree near the metastore's limit
     assert iceberg.audited_models(spark, "audit.audit_unreflected_changes") >= {*generated, "fct_trip"}
     views = [r.viewName for r in wh.rows("show views in audit") if not r.isTemporary]

@@ -12,6 +12,7 @@ it is published (control.restatement_signoff_uses, backfill_runs).
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -31,6 +32,10 @@ VALID_SIGNOFFS = f"""
     group by s.model_name, s.unique_key"""
 
 POLICY_COLUMN = "beyond_restatement_window"
+# late_by_model's reads of the audit: at 100 audited models, 5 models' audits a query and two
+# queries at once took 42 s, 20 and one 60 s, all in one query ran out of memory (issue 81)
+AUDITS_TOGETHER = 5
+AUDIT_READERS = 2
 
 
 def held_select(audit: str, signoffs: bool = True) -> str:
@@ -123,31 +128,42 @@ class LateModel:
 
 def late_by_model(spark: Sql, view: str) -> list[LateModel]:
     """Per declared model of the audit view `view`: what `pipeline restate` would restate now and
-    what waits for a sign-off. Reads the view once (every declared model's current state) and the
-    sign-offs; a view from before the policy (no beyond_restatement_window) counts every late key
-    as restatable."""
+    what waits for a sign-off. Reads the view (every declared model's current state) once, a few
+    models' audits a query, two queries at once (iceberg.audit_chunks), and the sign-offs; a view from before the
+    policy (no beyond_restatement_window) counts every late key as restatable."""
     columns = {r.col_name for r in spark.sql(f"describe {view}").collect()}
-    if POLICY_COLUMN in columns:
-        held = held_select(view, signoffs_recorded(spark))
-    else:
-        held = f"select *, false as held_back, cast(null as int) as restatement_window_days from {view}"
-    rows = spark.sql(
-        "select model_name,"
-        " max(case when problem in ('not built', 'not auditable') then concat(problem, ': ', differing_columns) end)"
-        " as not_built,"
-        " count(distinct case when not held_back and unique_key is not null and problem <> 'behind'"
-        " then unique_key end) as restatable,"
-        " collect_set(case when not held_back and problem <> 'behind' then cast(restate_date as string) end)"
-        " as restatable_dates,"
-        " count(distinct case when held_back and problem <> 'behind' then unique_key end) as held,"
-        " collect_set(case when held_back and problem <> 'behind' then cast(restate_date as string) end)"
-        " as held_dates,"
-        " max(restatement_window_days) as window_days,"
-        " concat(cast(count(case when problem = 'behind' then 1 end) as string), ' keys since ',"
-        " cast(min(case when problem = 'behind' then source_updated_at end) as string), ' on ',"
-        " array_join(array_sort(collect_set(case when problem = 'behind' then cast(restate_date as string) end)),"
-        " ', ')) as behind_text,"
-        " count(case when problem = 'behind' then 1 end) as behind_keys"
-        f" from ({held}) as late group by model_name order by model_name").collect()
-    return [LateModel(r.model_name, r.not_built, int(r.restatable), sorted(r.restatable_dates), int(r.held),
-                      sorted(r.held_dates), r.window_days, r.behind_text if r.behind_keys else None) for r in rows]
+    signoffs = POLICY_COLUMN in columns and signoffs_recorded(spark)
+
+    def read(chunk: str) -> list:
+        relation = chunk if chunk == view else f"({chunk})"
+        if POLICY_COLUMN in columns:
+            held = held_select(relation, signoffs)
+        else:
+            held = f"select *, false as held_back, cast(null as int) as restatement_window_days from {relation}"
+        return spark.sql(f"{LATE_BY_MODEL} from ({held}) as late group by model_name").collect()
+
+    with ThreadPoolExecutor(AUDIT_READERS) as pool:
+        found = [row for rows in pool.map(read, iceberg.audit_chunks(spark, view, AUDITS_TOGETHER)) for row in rows]
+    return sorted((LateModel(r.model_name, r.not_built, int(r.restatable), sorted(r.restatable_dates), int(r.held),
+                             sorted(r.held_dates), r.window_days, r.behind_text if r.behind_keys else None)
+                   for r in found), key=lambda late: late.model_name or "")
+
+
+# per model of a held audit (held_select's rows), what the policy does with them
+LATE_BY_MODEL = (
+    "select model_name,"
+    " max(case when problem in ('not built', 'not auditable') then concat(problem, ': ', differing_columns) end)"
+    " as not_built,"
+    " count(distinct case when not held_back and unique_key is not null and problem <> 'behind'"
+    " then unique_key end) as restatable,"
+    " collect_set(case when not held_back and problem <> 'behind' then cast(restate_date as string) end)"
+    " as restatable_dates,"
+    " count(distinct case when held_back and problem <> 'behind' then unique_key end) as held,"
+    " collect_set(case when held_back and problem <> 'behind' then cast(restate_date as string) end)"
+    " as held_dates,"
+    " max(restatement_window_days) as window_days,"
+    " concat(cast(count(case when problem = 'behind' then 1 end) as string), ' keys since ',"
+    " cast(min(case when problem = 'behind' then source_updated_at end) as string), ' on ',"
+    " array_join(array_sort(collect_set(case when problem = 'behind' then cast(restate_date as string) end)),"
+    " ', ')) as behind_text,"
+    " count(case when problem = 'behind' then 1 end) as behind_keys")

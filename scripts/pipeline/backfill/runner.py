@@ -553,16 +553,22 @@ class Backfill:
         do: Spark finds no cached plan equal to a read of Iceberg views, and computes it again
         (measured). One read also makes the keys, the dates and the cost shown the same rows.
         Dropped when a backfill starts (start), the restatement finds nothing or is refused, or
-        its caller is done with a dry run (release_audit)."""
+        its caller is done with a dry run (release_audit). Read a few models' audits at a time
+        (iceberg.audit_chunks): one read of 200 models' ran the driver out of memory."""
         self.release_audit()
         self._drop_orphaned_audits()
         held = iceberg.checked_table(f"{SCHEMA}.restate_audit_{secrets.token_hex(4)}")
         # literals (DDL takes no parameter markers), of characters a property value may hold as is
         owner = re.sub(r"[^A-Za-z0-9._:-]", "_", self.owner)
         at = datetime.now(UTC).isoformat(timespec="seconds")
-        self.spark.sql(f"create table {held} using iceberg tblproperties ('backfill_safe.held_by' = '{owner}',"
-                       f" 'backfill_safe.held_at' = '{at}') as"
-                       f" {late_policy.held_select(audit, late_policy.signoffs_recorded(self.spark))}")
+        signoffs = late_policy.signoffs_recorded(self.spark)
+        for at_chunk, chunk in enumerate(iceberg.audit_chunks(self.spark, audit)):
+            rows = late_policy.held_select(chunk if chunk == audit else f"({chunk})", signoffs)
+            if at_chunk == 0:
+                self.spark.sql(f"create table {held} using iceberg tblproperties ('backfill_safe.held_by' = '{owner}',"
+                               f" 'backfill_safe.held_at' = '{at}') as {rows}")
+            else:
+                self.spark.sql(f"insert into {held} {rows}")
         self._held_audit = held
         return held
 
