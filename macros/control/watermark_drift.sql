@@ -18,6 +18,37 @@
     yml), `pipeline status` and the status page (pipeline.drift). Nothing before a framework
     model ever ran (no watermark table). -#}
 {% macro watermark_drift() %}
+    {%- set parts = backfill_safe.watermark_drift_parts() if execute else [] %}
+    {%- if not parts %}
+    select
+        cast(null as string) as model_name,
+        cast(null as timestamp) as watermark_ts,
+        cast(null as timestamp) as greatest_loadable_updated_at,
+        cast(null as timestamp) as scanned_from,
+        cast(null as string) as source_name,
+        cast(null as string) as source_table,
+        cast(null as string) as record_key,
+        cast(null as string) as reason,
+        cast(null as timestamp) as updated_at,
+        cast(null as string) as _source_file
+    where false
+    {%- else %}
+        {%- for part in parts %}
+            {%- if not loop.first %}
+    union all
+            {%- endif %}
+    select * from (
+        {{ part }}
+    ) as drift_{{ loop.index }}
+        {%- endfor %}
+    {%- endif %}
+{%- endmacro %}
+
+
+{#- watermark_drift's select, one per model of the kind with a stored watermark and sources,
+    each whole (its versions in a CTE of its own): `pipeline status` reads them a few at a time
+    (pipeline.drift), since one plan of every model's versions grows faster than the models. -#}
+{% macro watermark_drift_parts() %}
     {%- set watermarks = adapter.get_relation(
         database=none, schema=var('control_schema', 'control'), identifier='etl_watermark'
     ) if execute else none %}
@@ -51,6 +82,9 @@
                 {%- do versions.append(backfill_safe.landed_versions(source_name, table, where=where)) %}
             {%- endfor %}
             {%- set part %}
+    with versions as (
+        {{ versions | join('\n    union all\n') }}
+    )
     select
         '{{ backfill_safe.validated_identifier(node.alias) }}' as model_name,
         {{ backfill_safe.timestamp_literal(watermark) }} as watermark_ts,
@@ -64,9 +98,9 @@
         responsible._source_file
     from (
         select max(case when reason is null then updated_at end) as greatest_loadable_updated_at
-        from versions_{{ loop.index }}
+        from versions
     ) as loadable
-    left join versions_{{ loop.index }} as responsible
+    left join versions as responsible
         on
             responsible.reason is not null
             and responsible.updated_at <= {{ backfill_safe.timestamp_literal(watermark) }}
@@ -78,34 +112,8 @@
         loadable.greatest_loadable_updated_at is null
         or loadable.greatest_loadable_updated_at < {{ backfill_safe.timestamp_literal(watermark) }}
             {%- endset %}
-            {%- do parts.append(('versions_' ~ loop.index, versions | join('\n    union all\n'), part)) %}
+            {%- do parts.append(part) %}
         {%- endif %}
     {%- endfor %}
-    {%- if not parts %}
-    select
-        cast(null as string) as model_name,
-        cast(null as timestamp) as watermark_ts,
-        cast(null as timestamp) as greatest_loadable_updated_at,
-        cast(null as timestamp) as scanned_from,
-        cast(null as string) as source_name,
-        cast(null as string) as source_table,
-        cast(null as string) as record_key,
-        cast(null as string) as reason,
-        cast(null as timestamp) as updated_at,
-        cast(null as string) as _source_file
-    where false
-    {%- else %}
-    with
-        {%- for name, versions, _ in parts %}
-    {{ name }} as (
-        {{ versions }}
-    ){{ "," if not loop.last }}
-        {%- endfor %}
-        {%- for _, _, part in parts %}
-            {%- if not loop.first %}
-    union all
-            {%- endif %}
-    {{ part }}
-        {%- endfor %}
-    {%- endif %}
+    {{ return(parts) }}
 {%- endmacro %}

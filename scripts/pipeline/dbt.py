@@ -195,6 +195,13 @@ class Dbt:
         table = shown.agate_table
         return [dict(zip(table.column_names, row)) for row in table.rows]
 
+    def compiled(self, inline: str) -> str:
+        """`dbt compile --inline SQL`: the SQL a macro renders (Jinja, the graph, run_query), to
+        run from Python apart, in pieces of the caller's choosing."""
+        result = self._invoke_silent(["compile", "--inline", inline])
+        [compiled] = [r for r in result.result.results if r.node.name == "inline_query"]
+        return compiled.node.compiled_code
+
     @staticmethod
     def last_invocation_id() -> str:
         """The id of the latest dbt invocation of this process (`invocation_id` in its Jinja)."""

@@ -116,7 +116,7 @@ def collect(spark: Sql, dbt: Dbt, days: int = 14, runs: int = 30) -> Report:
     report.metrics = model_metrics(spark)
     report.volume_silent = silent_tests(spark, dbt)
     report.freshness = dbt.freshness()
-    report.drift = watermark_drift(dbt)
+    report.drift = watermark_drift(dbt, spark)
     report.alerts = _alerts(spark, dbt, report)
     return report
 

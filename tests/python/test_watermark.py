@@ -233,7 +233,7 @@ def drift_check(warehouse: Warehouse) -> tuple[str, list]:
 
     [result] = [r for r in warehouse.dbt.invoke("test", "--select", "no_watermark_drift", check=False)
                 if r.resource_type == "test"]
-    return result.status, watermark_drift(warehouse.dbt)
+    return result.status, watermark_drift(warehouse.dbt, warehouse.spark)
 
 
 def test_conflicting_versions_later_than_every_loadable_one_do_not_move_the_watermark(base: Warehouse, capsys):

@@ -393,7 +393,7 @@ def register(group: click.Group) -> None:
             out.print(metrics_table(model_metrics(runner.spark)))
             for line in silent_tests(runner.spark, runner.dbt):  # a guard that keeps the test quiet whatever the volume
                 out.print(line, markup=False, highlight=False)
-            drift = watermark_drift(runner.dbt)
+            drift = watermark_drift(runner.dbt, runner.spark)
             ahead = sorted({d.model_name for d in drift})
             out.print(f"watermarks ahead of their loadable data: {', '.join(ahead) or 'none'}", markup=False,
                       highlight=False)
