@@ -84,6 +84,10 @@ def measure(domains: int, work: Path, twin: bool) -> dict:
         figures["runs"][step] = _run_figures(budget, nodes, time.monotonic() - began, one_domain)
         print(f"{domains} domains{' (twin)' if twin else ''}: {step} {figures['runs'][step]['wall_s']} s",
               file=sys.stderr, flush=True)
+        kept()
+
+    def kept() -> None:  # what is measured so far, kept when a later step fails
+        (work / "figures.json").write_text(json.dumps(figures))
 
     files = work / "files"
     land_day(spark, project, domains, 0, files)
@@ -103,9 +107,13 @@ def measure(domains: int, work: Path, twin: bool) -> dict:
                                               "--start", "2025-02-01", "--end", "2025-02-04",
                                               "--reason", "cost"])):
         began = time.monotonic()
-        code = cli.main(argv)
+        try:
+            code: int | str = cli.main(argv)
+        except Exception as error:  # noqa: BLE001 - a tool that fails for size is a figure too
+            code = f"{type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}"
         figures["tools"][tool] = {"wall_s": round(time.monotonic() - began, 2), "exit": code}
         print(f"{domains} domains: {tool} {figures['tools'][tool]}", file=sys.stderr, flush=True)
+        kept()
     return figures
 
 
@@ -126,17 +134,23 @@ def markdown(results: list[dict], command: str, commit: str) -> str:
     for r in ours:
         runs = r["runs"]
         twin = twins.get(r["domains"], {}).get("runs", {}).get("idle run", {}).get("wall_s", "-")
-        one = runs["one domain landed"]
+        one = runs.get("one domain landed")
+        wall = {step: runs.get(step, {}).get("wall_s", "-") for step in STEPS}
         lines.append(
-            f"| {r['models_of_the_kind']} | {runs['parse']['wall_s']} | {runs['first run']['wall_s']} | "
-            f"{runs['idle run']['wall_s']} | {twin} | {one['wall_s']} | {runs['every domain landed']['wall_s']} | "
-            f"{_hooks(runs['idle run'])} | {_hooks(one)} | "
-            f"{one['models_with_0_statements']} / {one['models_with_1_statement']} of {one['models']} |")
+            f"| {r['models_of_the_kind']} | {wall['parse']} | {wall['first run']} | {wall['idle run']} | {twin} | "
+            f"{wall['one domain landed']} | {wall['every domain landed']} | "
+            f"{_hooks(runs['idle run']) if 'idle run' in runs else '-'} | {_hooks(one) if one else '-'} | "
+            + (f"{one['models_with_0_statements']} / {one['models_with_1_statement']} of {one['models']} |"
+               if one else "- |"))
     lines += ["", "| models of the kind | " + " | ".join(f"{t} s (exit)" for t in TOOLS) + " |",
               "|---|" + "---|" * len(TOOLS)]
     for r in ours:
         lines.append(f"| {r['models_of_the_kind']} | " + " | ".join(
-            f"{r['tools'][t]['wall_s']} ({r['tools'][t]['exit']})" for t in TOOLS) + " |")
+            f"{r['tools'][t]['wall_s']} ({r['tools'][t]['exit']})" if t in r["tools"] else "-" for t in TOOLS) + " |")
+    failed = [r for r in results if r.get("failed")]
+    if failed:
+        lines += [""] + [f"- {r['models_of_the_kind'] or r['domains']} {'(twin) ' if r['twin'] else ''}"
+                         f"failed after what is shown: {r['failed']}" for r in failed]
     return "\n".join(lines) + "\n"
 
 
@@ -174,7 +188,15 @@ def main(argv: list[str] | None = None) -> int:
             if done.returncode != 0 or not found:
                 print(f"{domains} domains{' (twin)' if twin else ''} failed (exit {done.returncode}): "
                       f"{work / 'child.log'}\n{done.stderr[-3000:]}", file=sys.stderr)
-                return 1
+                # what it measured before it failed, kept and marked; the other sizes go on
+                partial = work / "figures.json"
+                if not partial.exists():
+                    return 1
+                figures = json.loads(partial.read_text())
+                errors = [line for line in done.stderr.splitlines() if "Error" in line]
+                figures["failed"] = (errors[-1] if errors else f"exit {done.returncode}")[:300]
+                results.append(figures)
+                continue
             results.append(json.loads(found[0].removeprefix("RESULT ")))
             print(f"{domains} domains{' (twin)' if twin else ''}: done", file=sys.stderr, flush=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -186,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         args.markdown.write_text(text)
     print(text)
-    return 0
+    return 1 if any(r.get("failed") for r in results) else 0
 
 
 if __name__ == "__main__":
