@@ -11,10 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from concurrent.futures import ThreadPoolExecutor
-
 from pipeline.dbt import Dbt
-from pipeline.engine import Sql
+from pipeline.engine import Sql, collected_at_once, united
 
 
 @dataclass(frozen=True)
@@ -44,18 +42,14 @@ class Drift:
 
 # between two models' selects in the compiled text of watermark_drift_parts
 PART_MARK = "-- backfill_safe: the next model"
-READ_TOGETHER = 10  # models' selects in one query
-READERS = 2  # queries at once (Spark plans each in the driver; a Thrift session per thread)
+READ_TOGETHER = 10  # models' selects in one query, two queries at once (engine.collected_at_once)
 
 
 def watermark_drift(dbt: Dbt, spark: Sql) -> list[Drift]:
     text = dbt.compiled("{{ backfill_safe.watermark_drift_parts() | join('\\n" + PART_MARK + "\\n') }}")
     parts = [part for part in text.split(PART_MARK) if part.strip()]
-    queries = [" union all ".join(f"select * from ({part}) as drift_{at + i}"
-                                  for i, part in enumerate(parts[at:at + READ_TOGETHER]))
-               for at in range(0, len(parts), READ_TOGETHER)]
-    with ThreadPoolExecutor(READERS) as pool:
-        rows = [row for found in pool.map(lambda query: spark.sql(query).collect(), queries) for row in found]
+    rows = collected_at_once(spark, united([f"select * from ({part}) as drift_{i}" for i, part in enumerate(parts)],
+                                           READ_TOGETHER))
     return [Drift(model_name=r.model_name, watermark_ts=r.watermark_ts,
                   greatest_loadable_updated_at=r.greatest_loadable_updated_at, scanned_from=r.scanned_from,
                   source_name=r.source_name,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pipeline.engine import Sql, ThriftSql
+from pipeline.engine import Sql, ThriftSql, united
 
 _IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
 COLUMN_NAME = re.compile(_IDENTIFIER)  # a column name that may reach SQL
@@ -43,11 +43,12 @@ def audited_models(spark: Sql, audit: str) -> set[str]:
 
 
 def audit_chunks(spark: Sql, audit: str, size: int = 20) -> list[str]:
-    """The audit view `audit` as relations to read one after the other, each the union of at most
-    `size` of its models' audit views: one query over every declared model's audit plans them
-    all at once, and at 200 models the driver ran out of memory (issue 81). The members are read
-    from the part views' text (macro replace_audit_tree: each part unites its members' views); a
-    view of an older release (no parts) is one relation."""
+    """The audit view `audit` as relations to read one after the other (each a subquery in
+    parentheses, to follow `from`), each the union of at most `size` of its models' audit views
+    (engine.united): one query over every declared model's audit plans them all at once, and at
+    200 models the driver ran out of memory (issue 81). The members are read from the part
+    views' text (macro replace_audit_tree: each part unites its members' views); a view of an
+    older release (no parts) is one relation, the view itself."""
     parts = [p for p in (_properties(spark, audit).get("backfill_safe.audit_parts") or "").split(",") if p]
     members = []
     for part in parts:
@@ -55,8 +56,7 @@ def audit_chunks(spark: Sql, audit: str, size: int = 20) -> list[str]:
         members.extend(re.findall(rf"select \* from ({_IDENTIFIER}\.{_IDENTIFIER})", text, flags=re.I))
     if not members:
         return [audit]
-    return [" union all ".join(f"select * from {m}" for m in members[at:at + size])
-            for at in range(0, len(members), size)]
+    return [f"({chunk})" for chunk in united([f"select * from {m}" for m in members], size)]
 
 
 def _properties(spark: Sql, view: str) -> dict[str, str]:

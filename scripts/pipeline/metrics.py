@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipeline import iceberg
-from pipeline.engine import Sql
+from pipeline.engine import Sql, united
 from pipeline.manifest import incremental_models
 
 RECONCILIATION_TEST = "reconcile_daily_totals"
@@ -110,10 +110,9 @@ def _counts(spark: Sql, models) -> dict[str, tuple[int, int, int]]:
     # names from the manifest, checked there to be identifiers
     built = [m for m in models if m.relation.lower() in present]
     counts = {}
-    for at in range(0, len(built), COUNTED_TOGETHER):
-        counts.update({r[0]: (int(r[1]), int(r[2]), int(r[3])) for r in spark.sql(" union all ".join(
-            f"select '{m.name}', count(*), count({m.unique_key}), count(distinct {m.unique_key}) from {m.relation}"
-            for m in built[at:at + COUNTED_TOGETHER])).collect()})
+    for query in united([f"select '{m.name}', count(*), count({m.unique_key}), count(distinct {m.unique_key})"
+                         f" from {m.relation}" for m in built], COUNTED_TOGETHER):
+        counts.update({r[0]: (int(r[1]), int(r[2]), int(r[3])) for r in spark.sql(query).collect()})
     return counts
 
 

@@ -114,4 +114,3 @@ def test_the_quarantine_view_of_45_landed_tables_lists_each_ones_quarantined_ver
     for view in views:
         text = spark.sql(f"show create table audit.{view}").collect()[0][0]
         assert len(text) < METASTORE_VIEW_TEXT // 2, (view, len(text))
-

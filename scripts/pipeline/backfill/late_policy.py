@@ -12,13 +12,12 @@ it is published (control.restatement_signoff_uses, backfill_runs).
 from __future__ import annotations
 
 import hashlib
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date
 
 from pipeline import iceberg
 from pipeline.backfill.control import SCHEMA
-from pipeline.engine import Sql
+from pipeline.engine import Sql, collected_at_once
 
 # the keys of each model with a sign-off no published restatement has used yet
 VALID_SIGNOFFS = f"""
@@ -32,10 +31,10 @@ VALID_SIGNOFFS = f"""
     group by s.model_name, s.unique_key"""
 
 POLICY_COLUMN = "beyond_restatement_window"
-# late_by_model's reads of the audit: at 100 audited models, 5 models' audits a query and two
-# queries at once took 42 s, 20 and one 60 s, all in one query ran out of memory (issue 81)
+# late_by_model's reads of the audit, two queries at once (engine.collected_at_once): at 100
+# audited models, 5 models' audits a query took 42 s, 20 a query one at a time 60 s, all in one
+# query ran out of memory (issue 81)
 AUDITS_TOGETHER = 5
-AUDIT_READERS = 2
 
 
 def held_select(audit: str, signoffs: bool = True) -> str:
@@ -134,16 +133,13 @@ def late_by_model(spark: Sql, view: str) -> list[LateModel]:
     columns = {r.col_name for r in spark.sql(f"describe {view}").collect()}
     signoffs = POLICY_COLUMN in columns and signoffs_recorded(spark)
 
-    def read(chunk: str) -> list:
-        relation = chunk if chunk == view else f"({chunk})"
+    def held(relation: str) -> str:
         if POLICY_COLUMN in columns:
-            held = held_select(relation, signoffs)
-        else:
-            held = f"select *, false as held_back, cast(null as int) as restatement_window_days from {relation}"
-        return spark.sql(f"{LATE_BY_MODEL} from ({held}) as late group by model_name").collect()
+            return held_select(relation, signoffs)
+        return f"select *, false as held_back, cast(null as int) as restatement_window_days from {relation}"
 
-    with ThreadPoolExecutor(AUDIT_READERS) as pool:
-        found = [row for rows in pool.map(read, iceberg.audit_chunks(spark, view, AUDITS_TOGETHER)) for row in rows]
+    found = collected_at_once(spark, [f"{LATE_BY_MODEL} from ({held(chunk)}) as late group by model_name"
+                                      for chunk in iceberg.audit_chunks(spark, view, AUDITS_TOGETHER)])
     return sorted((LateModel(r.model_name, r.not_built, int(r.restatable), sorted(r.restatable_dates), int(r.held),
                              sorted(r.held_dates), r.window_days, r.behind_text if r.behind_keys else None)
                    for r in found), key=lambda late: late.model_name or "")

@@ -563,7 +563,7 @@ class Backfill:
         at = datetime.now(UTC).isoformat(timespec="seconds")
         signoffs = late_policy.signoffs_recorded(self.spark)
         for at_chunk, chunk in enumerate(iceberg.audit_chunks(self.spark, audit)):
-            rows = late_policy.held_select(chunk if chunk == audit else f"({chunk})", signoffs)
+            rows = late_policy.held_select(chunk, signoffs)
             if at_chunk == 0:
                 self.spark.sql(f"create table {held} using iceberg tblproperties ('backfill_safe.held_by' = '{owner}',"
                                f" 'backfill_safe.held_at' = '{at}') as {rows}")
