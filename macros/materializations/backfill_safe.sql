@@ -26,6 +26,7 @@
 {% materialization backfill_safe, adapter='spark' %}
     {#- what this invocation does with the model, decided once (the select's compilation read
         the same plan) -#}
+    {%- do backfill_safe.reset_stale_mark() -%}
     {%- set plan = backfill_safe.run_plan() -%}
     {%- set declared = plan.declared -%}
     {%- set unique_key = declared.unique_key -%}
@@ -114,10 +115,15 @@
                     ~ ". Rebuild it with --full-refresh, or migrate the table first.") }}
             {%- endif -%}
         {%- endif -%}
+        {%- set merge = backfill_safe.guarded_merge_sql(this, tmp_relation, unique_key,
+            config.get('incremental_predicates'), rows if staged else none, described) -%}
+        {#- a model maintained by deltas: the MERGE staged and published with the change
+            records it applies (additive_deltas) -#}
+        {%- do backfill_safe.consumption_stamp('before', merge) -%}
         {%- call statement('main') -%}
-            {{ backfill_safe.guarded_merge_sql(this, tmp_relation, unique_key,
-                config.get('incremental_predicates'), rows if staged else none, described) }}
+            {{ merge }}
         {%- endcall -%}
+        {%- do backfill_safe.consumption_stamp('after', merge) -%}
     {%- endif -%}
     {#- a mart's current state, when the framework keeps it: its select, unscoped -#}
     {%- set current_state_view = backfill_safe.maintain_current_state(compiled_code) -%}

@@ -95,14 +95,17 @@
         {% endif %}
     {% endif %}
     {% set partitions = none %}
-    {% if scope is not none %}
+    {#- a run applying deltas (additive_deltas) touches the groups its changes since its mark
+        reach, which the scope's keys since its last run need not hold: its staged keys prune -#}
+    {% set deltas = backfill_safe.invocation_store('delta_runs').get(target.identifier) %}
+    {% if scope is not none and not deltas %}
         {% set partitions = backfill_safe.scope_event_dates(
             'DBT_INTERNAL_DEST.' ~ plan.declared.event_date) %}
     {% endif %}
     {#- what the MERGE will change, recorded for the models that read this one's changes -#}
     {% do backfill_safe.record_model_changes(target, merge_from, unique_key,
         backfill_safe.scope_event_dates(plan.declared.event_date)
-        if partitions else none) %}
+        if partitions else none, version_column) %}
     {% set guard = (" and DBT_INTERNAL_SOURCE." ~ version_column
         ~ " >= DBT_INTERNAL_DEST." ~ version_column) if version_column else "" %}
     {% set merge %}

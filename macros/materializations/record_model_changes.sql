@@ -50,8 +50,12 @@
 {#- Before the MERGE of an incremental run (guarded_merge_sql): the rows it will change, as
     they are (`target`'s rows of the keys `source` holds, within `partitions`, a predicate on
     the target's columns that holds for each of them, or none) and as they will be (`source`'s
-    rows not flagged `_is_deleted`), appended to the model's change records. -#}
-{% macro record_model_changes(target, source, unique_key, partitions=none) %}
+    rows not flagged `_is_deleted`), appended to the model's change records. With
+    `version_column` (the MERGE's guard), a source row older than the table's is left out, as
+    the MERGE leaves it: the images are exactly what the MERGE changes (a model maintained by
+    deltas adds them up: additive_deltas). -#}
+{% macro record_model_changes(target, source, unique_key, partitions=none,
+    version_column=none) %}
     {% if not backfill_safe.records_model_changes() %}
         {{ return('') }}
     {% endif %}
@@ -63,14 +67,29 @@
     {% call statement('record_model_changes', fetch_result=false) %}
         insert into {{ changes }} (_change, _invocation_id, _run_started_at, {{ columns | join(', ') }})
         select 'new' as _change, {{ stamp }}, {{ columns | join(', ') }}
-        from {{ source }}
-        where not _is_deleted
+        from {{ source }} as changed
+        {%- if version_column %}
+        -- a source row older than the table's is not merged (the MERGE's guard)
+        left anti join (
+            select {{ unique_key }}, {{ version_column }} from {{ target }}
+            {%- if partitions %}
+            where ({{ partitions }})
+            {%- endif %}
+        ) as newer
+            on newer.{{ unique_key }} = changed.{{ unique_key }}
+            and changed.{{ version_column }} < newer.{{ version_column }}
+        {%- endif %}
+        where not changed._is_deleted
         union all
         select 'old' as _change, {{ stamp }}, {{ columns | join(', ') }}
-        from {{ target }}
-        where {{ unique_key }} in (select {{ unique_key }} from {{ source }})
+        from {{ target }} as held
+        left semi join {{ source }} as changed
+            on changed.{{ unique_key }} = held.{{ unique_key }}
+            {%- if version_column %}
+            and changed.{{ version_column }} >= held.{{ version_column }}
+            {%- endif %}
         {%- if partitions %}
-            and ({{ partitions }})
+        where ({{ partitions }})
         {%- endif %}
     {% endcall %}
     {{ return('') }}

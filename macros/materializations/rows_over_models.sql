@@ -20,6 +20,11 @@
     {% if not (scope.direct or scope.through) and backfill_safe.nothing_changed_upstream(scope) %}
         {{ return("select *, false as _is_deleted from " ~ this ~ " where false") }}
     {% endif %}
+    {#- a model maintained by deltas (additive): its daily run applies its upstream's changes -#}
+    {% set deltas = backfill_safe.additive_deltas(plan, body) %}
+    {% if deltas is not none %}
+        {{ return(deltas) }}
+    {% endif %}
     {% set keys = backfill_safe.scope_keys_cached() %}
     {% set window = plan.window %}
     {% set terms = [] %}
@@ -50,6 +55,14 @@
             ~ in_window ~ ")") %}
     {% endif %}
     {% set predicate = ("(" ~ terms | join(" or ") ~ ")") if terms else none %}
+    {{ return(backfill_safe.recomputed_rows(declared, body, predicate)) }}
+{% endmacro %}
+
+
+{#- The rows to merge of a model over models for the keys `predicate` holds for (a predicate
+    on its columns, or none for every key), recomputed from its select (`body`, flagged_rows):
+    every row of the table it holds for that the select no longer gives is deleted. -#}
+{% macro recomputed_rows(declared, body, predicate) %}
     {% set changes = "(select * from (\n" ~ body ~ "\n) as current_state"
         ~ ((" where " ~ predicate) if predicate else "") ~ ")" %}
     {{ return(backfill_safe.rows_to_merge(none, changes, declared.unique_key,

@@ -14,6 +14,10 @@
       reference:     true (a reference table, the only key: declared_reference): its select
                      gives every row on every run
       measures:      (optional) the columns whose daily sums reconcile it, e.g. [net_amount]
+      additive:      (optional, a model over one model of the kind) the columns its select
+                     computes as sum(...) or count(...) of that model's rows, one of them
+                     count(*): a daily run applies the upstream's recorded changes to them as
+                     deltas instead of recomputing the groups they reach (additive_deltas)
       scope:         (optional) how its rows are tied to its sources' versions, so a daily run
                      reads only the keys its changes reach (run_plan.scope)
       max_scan_share: (optional) the largest share of its table's data files one read of a
@@ -23,7 +27,7 @@
                      restatement_window_days (restatement_window_days)
     Returned as {name, unique_id, relation, unique_key, event_date, lookback, current_state
     (a unique id, none when maintained), current_state_relation, current_state_maintained,
-    measures, scope, reads_models (its scope names models of the kind, landed sources beside
+    measures, additive, scope, reads_models (its scope names models of the kind, landed sources beside
     them or not: its rows are recomputed whole, read through flagged_rows, no version guard),
     only_models (its changes are models of the kind alone: no lookback, no watermark of its
     own), max_scan_share, restatement_window (days)}. A
@@ -44,7 +48,7 @@
     {% if 'reference' in block %}
         {{ return(backfill_safe.declared_reference(node, block, where)) }}
     {% endif %}
-    {% set known = ['event_date', 'lookback', 'current_state', 'measures', 'scope',
+    {% set known = ['event_date', 'lookback', 'current_state', 'measures', 'additive', 'scope',
                     'max_scan_share', 'restatement_window', 'dimension', 'reference'] %}
     {% for key in block.keys() if key not in known %}
         {{ exceptions.raise_compiler_error(where ~ ": unknown key '" ~ key ~ "' (keys: "
@@ -129,6 +133,8 @@
     {% if scope is not none %}
         {% do backfill_safe.check_inputs_tied(where ~ ".scope", node, scope) %}
     {% endif %}
+    {% set additive = backfill_safe.additive_declaration(where, node, block.get('additive'),
+        scope, only_models, documented) %}
     {#- an upstream model must be read by the select (dbt then runs it first), and must not read
         this model -#}
     {% for upstream in (scope.models if scope is not none else [])
@@ -152,6 +158,7 @@
             schema=state.schema, identifier=state.alias, type='view'),
         'current_state_maintained': maintained,
         'measures': measures,
+        'additive': additive,
         'scope': scope,
         'reads_models': reads_models,
         'only_models': only_models,
@@ -357,6 +364,7 @@
         'reads_models': false,
         'only_models': false,
         'measures': [],
+        'additive': [],
         'dimension': {'type': dimension.type, 'member_key': member_key,
                       'unknown_member': unknown},
         'reference': false,
@@ -403,6 +411,7 @@
         'reads_models': false,
         'only_models': false,
         'measures': [],
+        'additive': [],
         'dimension': none,
         'reference': true,
     }) }}

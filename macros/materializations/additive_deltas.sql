@@ -1,0 +1,390 @@
+{#- Delta maintenance of a model over one model of the kind whose measures are sums and counts
+    (its declaration's `additive`: additive_declaration). Its daily run reads only what its
+    upstream's runs changed since the point its table is current with (the upstream's change
+    records, record_model_changes: every changed row as it was before the run and as it is
+    after), evaluates its own select over those images, and moves each group's measures by
+    after minus before: a group whose row count reaches 0 is deleted, a new group inserted.
+    The upstream's table is not read.
+    The point (the latest change record applied) is written with the data, atomically: the
+    MERGE is staged under `spark.wap.id` (the kind's tables have write.wap.enabled) and then
+    made current on main (publish_changes, a fast-forward), so main's current snapshot
+    says in its summary which change records its data holds (consumption_mark). A run killed
+    before that leaves main, and its mark, as they were (the staged snapshot is never current);
+    one killed after it leaves both moved. A table whose current snapshot is not marked (a full
+    build, a backfill's or a restatement's publish, a rollback, any write but a compaction) is
+    recomputed as before (rows_over_models: the keys its upstream's runs changed since its last
+    run), and that run marks it.
+    A run recomputes instead of applying deltas, and marks the table, when a change record since
+    the mark cannot be trusted to be on main: an upstream rebuild, a backfill's run (its branch
+    may never be published), a run with no successful run record (its MERGE may have failed
+    after the records were written, or the run was killed before its record: delta_batches).
+    Within a delta run, a group whose measure is or becomes null (a sum over nulls only) is
+    recomputed, by its scope key; a group the changes take below zero rows fails the run,
+    naming the groups (the table drifted from its upstream: a backfill of the model repairs it).
+    Returns the rows to merge (rows_to_merge's columns and `_is_deleted`), or none when this run
+    recomputes. `plan`: the run_plan; `body`: the model's select (flagged_rows). -#}
+{% macro additive_deltas(plan, body) %}
+    {% set declared = plan.declared %}
+    {% if not declared.additive or plan.window is not none or plan.dual_run_model is not none
+        or plan.explaining %}
+        {{ return(none) }}
+    {% endif %}
+    {% set upstream = declared.scope.models[0] %}
+    {% set batches = backfill_safe.delta_batches(upstream) %}
+    {% if batches.position is not none %}
+        {#- what the MERGE marks its snapshot with (the materialization publishes it) -#}
+        {% do backfill_safe.invocation_store('consumption_marks').update({this.identifier:
+            'backfill_safe.consumed|' ~ batches.position | replace(' ', 'T') ~ '|'
+            ~ invocation_id}) %}
+    {% endif %}
+    {% if not batches.deltas %}
+        {{ return(none) }}
+    {% endif %}
+    {% do backfill_safe.invocation_store('delta_runs').update({this.identifier: true}) %}
+    {% set shape = backfill_safe.additive_select_check(declared, body) %}
+    {% set key, scope_key = declared.unique_key, declared.scope.key %}
+    {% set columns = backfill_safe.column_names(this) %}
+    {% set additive = declared.additive %}
+    {% set groups = columns | reject('in', additive + [key]) | list %}
+    {% set types = backfill_safe.column_types(this) %}
+    {% set floats = [] %}
+    {% for column in additive if (types[column] | lower).startswith(('float', 'double', 'real')) %}
+        {% do floats.append(column) %}
+    {% endfor %}
+    {% set since = "_run_started_at > timestamp'" ~ batches.mark ~ "'" %}
+    {% set runs = "_invocation_id in ('" ~ batches.invocations | join("', '") ~ "')" %}
+    {% set images = {} %}
+    {% for change in ['new', 'old'] %}
+        {% do images.update({change: backfill_safe.body_over_images(body, upstream.relation,
+            "select * from " ~ upstream.changes ~ " where _change = '" ~ change ~ "' and "
+            ~ since ~ " and " ~ (runs if batches.invocations else 'false'))}) %}
+    {% endfor %}
+    {#- per group: the select over the after images and over the before images, their
+        difference, and the table's row -#}
+    {% set moved %}
+        with delta_after as (select * from ({{ images.new }}) as after_images),
+        delta_before as (select * from ({{ images.old }}) as before_images),
+        delta as (
+            select
+                coalesce(a.{{ key }}, b.{{ key }}) as {{ key }},
+                {%- for column in groups %}
+                coalesce(a.{{ column }}, b.{{ column }}) as {{ column }},
+                {%- endfor %}
+                {%- for column in additive %}
+                coalesce(a.{{ column }}, 0) - coalesce(b.{{ column }}, 0) as {{ column }},
+                (a.{{ key }} is not null and a.{{ column }} is null)
+                    or (b.{{ key }} is not null and b.{{ column }} is null)
+                    as _null_{{ loop.index }}{{ "," if not loop.last }}
+                {%- endfor %}
+            from delta_after as a
+            full outer join delta_before as b on a.{{ key }} = b.{{ key }}
+        )
+        select
+            {%- for column in columns %}
+            {%- if column == key %}
+            delta.{{ key }},
+            {%- elif column in additive %}
+            cast(coalesce(held.{{ column }}, 0) + delta.{{ column }} as {{ types[column] }})
+                as {{ column }},
+            {%- else %}
+            case when held.{{ key }} is null then delta.{{ column }} else held.{{ column }} end
+                as {{ column }},
+            {%- endif %}
+            {%- endfor %}
+            coalesce(held.{{ shape.rows }}, 0) + delta.{{ shape.rows }} = 0 as _is_deleted,
+            (
+                {%- for column in additive %}
+                delta._null_{{ loop.index }} or (held.{{ key }} is not null
+                    and held.{{ column }} is null){{ " or" if not loop.last }}
+                {%- endfor %}
+            ) as _recompute,
+            {#- a group below no rows, or with none left but measures (an exact type's) -#}
+            {%- set exact = additive | reject('in', floats) | list %}
+            coalesce(held.{{ shape.rows }}, 0) + delta.{{ shape.rows }} < 0
+                {%- if exact %}
+                or (coalesce(held.{{ shape.rows }}, 0) + delta.{{ shape.rows }} = 0 and (
+                {%- for column in exact %}
+                    coalesce(held.{{ column }}, 0) + delta.{{ column }} != 0{{ " or" if not loop.last }}
+                {%- endfor %}))
+                {%- endif %} as _drifted,
+            (
+                {%- for column in additive %}
+                delta.{{ column }} != 0{{ " or" if not loop.last }}
+                {%- endfor %}
+            ) as _moved
+        from delta
+        left join {{ this }} as held on held.{{ key }} = delta.{{ key }}
+    {% endset %}
+    {#- one statement: the scope keys of groups to recompute, and of groups the changes
+        contradict -#}
+    {% set flagged = run_query("select " ~ scope_key ~ ", max(cast(_drifted as int)), "
+        ~ "concat_ws(', ', slice(array_sort(collect_set(case when _drifted then cast(" ~ key
+        ~ " as string) end)), 1, 3)) from ("
+        ~ moved ~ ") as moved where _recompute or _drifted group by " ~ scope_key
+        ~ " limit 1001").rows %}
+    {% set drifted = flagged | selectattr(1, 'equalto', 1) | list %}
+    {% if drifted %}
+        {{ exceptions.raise_compiler_error("model " ~ model.name ~ " (" ~ model.original_file_path
+            ~ "): the changes recorded by " ~ upstream.name ~ " since " ~ batches.mark
+            ~ " contradict the table for " ~ drifted | length ~ " " ~ scope_key ~ " value(s) "
+            ~ "(a group would hold fewer than no rows, or no rows but a measure): " ~ (drifted[:10] | map(attribute=0) | map('string')
+            | join(', ')) ~ "; groups (" ~ key ~ "): " ~ (drifted[:3] | map(attribute=2)
+            | join(', ')) ~ ". The table has drifted from "
+            ~ upstream.name ~ "; nothing was merged. Repair it with a backfill of the model over "
+            ~ "those groups' dates (`pipeline backfill --select " ~ model.name ~ " --start ... "
+            ~ "--end ... --reason ...`) or `dbt run --full-refresh --select " ~ model.name ~ "`") }}
+    {% endif %}
+    {% set rows = "select " ~ columns | join(", ") ~ ", _is_deleted from (" ~ moved
+        ~ ") as moved where _moved" %}
+    {% if not flagged %}
+        {{ return(rows) }}
+    {% endif %}
+    {#- a sum over nulls: those scope keys recomputed from the upstream table -#}
+    {% set literals = [] %}
+    {% for value in flagged | map(attribute=0) | sort %}
+        {% do literals.append(backfill_safe.sql_literal(value)) %}
+    {% endfor %}
+    {% set recomputed = scope_key ~ " in (" ~ literals | join(", ") ~ ")" %}
+    {{ return(rows ~ " and not (" ~ recomputed ~ ")\nunion all\n"
+        ~ backfill_safe.recomputed_rows(declared, body, "(" ~ recomputed ~ ")")) }}
+{% endmacro %}
+
+
+{#- The declaration's `additive` checked against the model (declared_model): a list of its
+    documented columns, on a model whose scope's changes are one model of the kind and whose
+    select reads nothing else (a join's delta is not the sum of its inputs'). `where`: the
+    declaration's place; `scope`: its scope_declaration. Returns the list, empty when none. -#}
+{% macro additive_declaration(where, node, additive, scope, only_models, documented) %}
+    {% if additive is none %}
+        {{ return([]) }}
+    {% endif %}
+    {% set where = where ~ ".additive" %}
+    {% if additive is string or additive is mapping or additive is not iterable or not additive %}
+        {{ exceptions.raise_compiler_error(where ~ ": a list of the columns the select computes "
+            ~ "as sum(...) or count(...), one of them count(*); got " ~ additive) }}
+    {% endif %}
+    {% for column in additive if column is not string or column not in documented
+        or column == node.config.unique_key %}
+        {{ exceptions.raise_compiler_error(where ~ ": '" ~ column ~ "' is not one of the model's "
+            ~ "documented columns other than its unique key " ~ documented) }}
+    {% endfor %}
+    {% set upstreams = scope.models if scope is not none else [] %}
+    {% if not only_models or upstreams | length != 1
+        or node.depends_on.nodes | list != [upstreams[0].unique_id] %}
+        {{ exceptions.raise_compiler_error(where ~ ": a model maintained by deltas reads one "
+            ~ "model of the kind and nothing else, and names it alone in scope.changes (its "
+            ~ "select reads " ~ node.depends_on.nodes | join(', ') ~ "): remove additive to "
+            ~ "recompute the groups its changes reach") }}
+    {% endif %}
+    {% set wap = ((node.config.get('tblproperties') or {}).get('write.wap.enabled', 'true')
+        | string | lower) %}
+    {% if wap != 'true' %}
+        {{ exceptions.raise_compiler_error(where ~ ": its table needs write.wap.enabled (its "
+            ~ "runs stage their MERGE and publish it with the change records it applied); the "
+            ~ "model's tblproperties set it to " ~ wap) }}
+    {% endif %}
+    {{ return(additive | list) }}
+{% endmacro %}
+
+
+{#- The model's compiled select checked against its `additive` columns, as it runs: each is
+    `sum(<expression>)` or `count(<expression>)` (not distinct) in the select, one of them
+    `count(*)` (its rows: a group reaching 0 is deleted), and no other column is an aggregate
+    (min, max, count distinct...: a delta cannot maintain it). Returns {rows: the count(*)
+    column}. -#}
+{% macro additive_select_check(declared, body) %}
+    {% set re = modules.re %}
+    {% set where = "model " ~ model.name ~ " (" ~ model.original_file_path
+        ~ "), config.meta.backfill_safe.additive" %}
+    {#- an argument with up to three levels of parentheses -#}
+    {% set nested = namespace(text="[^()]*") %}
+    {% for level in range(3) %}
+        {% set nested.text = "(?:[^()]|\\(" ~ nested.text ~ "\\))*" %}
+    {% endfor %}
+    {% set item = "(?:select|,)\\s*(\\w+)\\s*\\(\\s*(distinct\\s)?(" ~ nested.text
+        ~ ")\\)\\s+as\\s+" %}
+    {% set rows = [] %}
+    {% for column in backfill_safe.column_names(this) if column != declared.unique_key %}
+        {% set found = re.search("(?is)" ~ item ~ re.escape(column) ~ "\\b", body) %}
+        {% set function = (found.group(1) | lower) if found else none %}
+        {% if column in declared.additive %}
+            {% if function not in ['sum', 'count'] or found.group(2) %}
+                {{ exceptions.raise_compiler_error(where ~ ": column '" ~ column ~ "' is not "
+                    ~ "sum(...) or count(...) of the upstream's rows in the select (found: "
+                    ~ (found.group(0) if found else 'no such item') ~ "); a delta maintains "
+                    ~ "sums and counts only") }}
+            {% endif %}
+            {% if function == 'count' and found.group(3) | trim in ['*', '1'] %}
+                {% do rows.append(column) %}
+            {% endif %}
+        {% elif function in ['sum', 'count', 'min', 'max', 'avg', 'mean', 'first', 'last',
+                             'any_value', 'collect_set', 'collect_list', 'count_if', 'median',
+                             'percentile', 'percentile_approx', 'approx_count_distinct',
+                             'stddev', 'variance', 'max_by', 'min_by', 'bool_and', 'bool_or',
+                             'every', 'some', 'array_agg', 'mode'] %}
+            {{ exceptions.raise_compiler_error(where ~ ": column '" ~ column ~ "' is an aggregate "
+                ~ "a delta cannot maintain (" ~ found.group(0) ~ "): list it in additive if it "
+                ~ "is a sum or count, or remove additive to recompute the groups the changes "
+                ~ "reach") }}
+        {% endif %}
+    {% endfor %}
+    {% if not rows %}
+        {{ exceptions.raise_compiler_error(where ~ ": none of " ~ declared.additive ~ " is "
+            ~ "count(*): a model maintained by deltas counts its groups' rows (add count(*) as "
+            ~ "<column> to its select, its yml and additive), so that a group that loses its "
+            ~ "last row is deleted") }}
+    {% endif %}
+    {{ return({'rows': rows[0]}) }}
+{% endmacro %}
+
+
+{#- `body` with its one reference to `relation` (the upstream model's table) replaced by the
+    parenthesized `images` (a select of the upstream's columns and more), keeping the alias the
+    select gives it, else named as the table. -#}
+{% macro body_over_images(body, relation, images) %}
+    {% set re = modules.re %}
+    {% set name = relation | string %}
+    {% set found = re.findall(re.escape(name) ~ "(?![\\w.])", body) | length %}
+    {% if found != 1 %}
+        {{ exceptions.raise_compiler_error("model " ~ model.name ~ " (" ~ model.original_file_path
+            ~ "): a model maintained by deltas (additive) reads " ~ name ~ " once in its select; "
+            ~ "it reads it " ~ found ~ " times") }}
+    {% endif %}
+    {% set aliased = re.search("(?i)" ~ re.escape(name) ~ "\\s+(as\\s+)?(?!(where|group|join|"
+        ~ "left|right|inner|full|cross|on|order|limit|having|union|window|lateral|natural|anti|"
+        ~ "semi|sort|cluster|distribute|except|intersect|minus)\\b)[a-z_]\\w*", body) %}
+    {{ return(re.sub(re.escape(name) ~ "(?![\\w.])", ("(" ~ images ~ ")"
+        ~ ("" if aliased else " as " ~ relation.identifier)) | replace("\\", "\\\\"), body)) }}
+{% endmacro %}
+
+
+{#- What this daily run of a model maintained by deltas applies, from its upstream's change
+    records (`upstream`: the scope's model entry) and its table's mark (consumption_mark):
+      deltas:      true when the run applies the change records since the mark as deltas;
+                   false when it recomputes (rows_over_models): no valid mark, an upstream
+                   rebuild, a backfill's run, a run without a successful run record (its MERGE
+                   may not have committed), since the mark
+      mark:        the mark's point (the latest change record's run start the table holds)
+      invocations: the upstream runs (invocation ids) whose records are applied
+      position:    the point the run's MERGE marks the table with: the latest change record's
+                   run start it reads, or none when there is none since the mark (no MERGE)
+    A run of the upstream in this invocation is trusted: dbt runs this model only after it
+    succeeded. -#}
+{% macro delta_batches(upstream) %}
+    {% set mark = backfill_safe.consumption_mark(this) %}
+    {% if upstream.changes | lower not in backfill_safe.recorded_change_tables() %}
+        {{ return({'deltas': false, 'mark': none, 'invocations': [], 'position': none}) }}
+    {% endif %}
+    {% if mark is none %}
+        {% set latest = run_query("select cast(max(_run_started_at) as string) from "
+            ~ upstream.changes).rows[0][0] %}
+        {{ return({'deltas': false, 'mark': none, 'invocations': [], 'position': latest}) }}
+    {% endif %}
+    {% set control = var('control_schema', 'control') %}
+    {% set batches = run_query(
+        "select changes._invocation_id, cast(max(changes._run_started_at) as string), "
+        ~ "count_if(changes._change = 'rebuilt'), "
+        ~ "max(changes._invocation_id = '" ~ invocation_id ~ "' or succeeded.invocation_id "
+        ~ "is not null) from " ~ upstream.changes ~ " as changes left join (select distinct "
+        ~ "invocation_id from " ~ control ~ ".run_records where model_name = '" ~ upstream.name
+        ~ "' and status = 'success' and window_start is null) as succeeded on "
+        ~ "succeeded.invocation_id = changes._invocation_id where changes._run_started_at > "
+        ~ "timestamp'" ~ mark ~ "' group by changes._invocation_id").rows %}
+    {% set trusted = batches | selectattr(2, 'equalto', 0) | selectattr(3) | list %}
+    {% set positions = batches | map(attribute=1) | sort | list %}
+    {{ return({'deltas': trusted | length == batches | length, 'mark': mark,
+               'invocations': trusted | map(attribute=0) | list,
+               'position': positions[-1] if positions else none}) }}
+{% endmacro %}
+
+
+{#- The point `relation`'s data is current with, from main's snapshots (newest first): the
+    change-record point in the summary (`wap.id`) of its current snapshot, or of the latest
+    marked one when only compactions (`replace`) followed it; none when no such snapshot leads
+    main (a full build, another write since, a rollback: a snapshot made current and then
+    left). -#}
+{% macro consumption_mark(relation) %}
+    {% set rows = run_query("select history.is_current_ancestor, snapshots.operation, "
+        ~ "snapshots.summary['wap.id'] from " ~ relation ~ ".history as history left join "
+        ~ relation ~ ".snapshots as snapshots on snapshots.snapshot_id = history.snapshot_id "
+        ~ "order by history.made_current_at desc limit 50").rows %}
+    {% set found = namespace(mark=none, done=false) %}
+    {% for row in rows if not found.done %}
+        {% set wap = row[2] or '' %}
+        {% if not row[0] %}
+            {% set found.done = true %}
+        {% elif wap.startswith('backfill_safe.consumed|') %}
+            {% set found.mark = wap.split('|')[1] %}
+            {% set found.done = true %}
+        {% elif row[1] != 'replace' %}
+            {% set found.done = true %}
+        {% endif %}
+    {% endfor %}
+    {{ return(found.mark) }}
+{% endmacro %}
+
+
+{#- Around the MERGE of a model maintained by deltas (the materialization): `when` 'before'
+    stages what follows under the run's mark (spark.wap.id), 'after' resets it and makes the
+    staged snapshot main's current one (publish_changes: a fast-forward, one commit on main).
+    Nothing for another model, a run with nothing to mark, or a `merge` that is no MERGE
+    (guarded_merge_sql's select when no row changes: nothing is staged). -#}
+{% macro consumption_stamp(when, merge) %}
+    {% set mark = backfill_safe.invocation_store('consumption_marks').get(this.identifier) %}
+    {% if mark is none or not (merge | trim | lower).startswith('merge') %}
+        {{ return(none) }}
+    {% endif %}
+    {% set session = backfill_safe.invocation_store('wap_session') %}
+    {% if when == 'before' %}
+        {% do session.update({'unreset': true}) %}
+        {% call statement('stage_under_mark', fetch_result=false) %}
+            set spark.wap.id = {{ mark }}
+        {% endcall %}
+        {{ return(none) }}
+    {% endif %}
+    {% call statement('unset_mark', fetch_result=false) %}
+        reset spark.wap.id
+    {% endcall %}
+    {% do session.update({'unreset': false}) %}
+    {% call statement('publish_under_mark', fetch_result=false) %}
+        call spark_catalog.system.publish_changes('{{ this.schema }}.{{ this.identifier }}', '{{ mark }}')
+    {% endcall %}
+{% endmacro %}
+
+
+{#- At the start of every run of a model of the kind (the materialization): when a MERGE staged
+    under a mark failed before its reset (consumption_stamp), the session would stage, not
+    commit, every later write to a table of the kind; from then on each model resets it first.
+    No statement otherwise. -#}
+{% macro reset_stale_mark() %}
+    {% set session = backfill_safe.invocation_store('wap_session') %}
+    {% if session.get('unreset') or session.get('failed') %}
+        {% do session.update({'failed': true}) %}
+        {% call statement('reset_stale_mark', fetch_result=false) %}
+            reset spark.wap.id
+        {% endcall %}
+    {% endif %}
+{% endmacro %}
+
+
+{#- A table's column types by name, as Spark spells them in a cast: from dbt's relation cache
+    when it listed the table in this invocation (column_names), else a describe. -#}
+{% macro column_types(relation) %}
+    {% set listed = adapter.get_relation(database=relation.database, schema=relation.schema,
+                                         identifier=relation.identifier) %}
+    {% set information = (listed.information or '') if listed is not none else '' %}
+    {% set marker = '\nSchema: root\n' %}
+    {% set found = {} %}
+    {% if marker in information %}
+        {% for name, type in modules.re.findall('(?m)^ \\|-- (.+?): (.+?) \\(nullable',
+                                                information.split(marker)[-1]) %}
+            {% do found.update({name: type}) %}
+        {% endfor %}
+    {% endif %}
+    {% if not found %}
+        {% for column in adapter.get_columns_in_relation(relation) %}
+            {% do found.update({column.name: column.data_type}) %}
+        {% endfor %}
+    {% endif %}
+    {{ return(found) }}
+{% endmacro %}
