@@ -9,7 +9,8 @@ names differ (`d001`, `d002`, ...), nothing of the examples. Each domain has:
 - four models of the kind, declared in the yml as the add-a-source guide does: a type-1
   dimension `dim_<d>_account`, a type-2 dimension `dim_<d>_member`, a fact `fct_<d>_event` (the
   member version in effect at the event, the account of the event) and an aggregate
-  `agg_<d>_daily` over the fact (by event date and category);
+  `agg_<d>_daily` over the fact (by event date and category; in the odd-numbered domains
+  maintained by deltas, `additive`);
 - one plain dbt view over the fact and the account dimension, `rpt_<d>__account_totals`.
 
 So `domains` domains hold 4 x `domains` models of the kind (10, 50 and 200 models: 3, 13 and
@@ -323,6 +324,9 @@ def _marts(d: str) -> dict:
         {"name": f"agg_{d}_daily", "description": f"Events by date and category of domain {d}.",
          "config": {"meta": {"backfill_safe": {
              "event_date": "event_date", "measures": ["event_count", "amount"],
+             # every other domain's aggregate adds what its fact changed (deltas); the others
+             # recompute the dates the changes reach: both ways in one warehouse
+             **({"additive": ["event_count", "amount", "fee_amount"]} if int(d[1:]) % 2 else {}),
              "scope": {"key": "event_date", "changes": [{"model": f"fct_{d}_event"}]}}}},
          "data_tests": tests,
          "columns": _columns({"daily_key": "string", "event_date": "date", "category": "string",

@@ -15,6 +15,7 @@ Derby admits one JVM per metastore: these processes use their own state folder
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -31,7 +32,9 @@ def _warehouse():
     from pipeline.dbt import Dbt
     from pipeline.spark import get_spark
 
-    return Warehouse(get_spark(), Dbt(quiet=True), paths.state_dir() / "batches", RIDES.select)
+    # a folder per process: each numbers its batches from 0, and a file is landed once by its path
+    return Warehouse(get_spark(), Dbt(quiet=True), paths.state_dir() / "batches" / str(os.getpid()),
+                     RIDES.select)
 
 
 def _day(n: int) -> list[dict]:
