@@ -10,9 +10,9 @@
     made current on main (publish_changes, a fast-forward), so main's current snapshot
     says in its summary which change records its data holds (consumption_mark). A run killed
     before that leaves main, and its mark, as they were (the staged snapshot is never current);
-    one killed after it leaves both moved. A table whose current snapshot is not marked (a full
-    build, a backfill's or a restatement's publish, a rollback, any write but a compaction) is
-    recomputed as before (rows_over_models: the keys its upstream's runs changed since its last
+    one killed after it leaves both moved (a full build marks its table too: mark_full_build).
+    A table whose current snapshot is not marked (a backfill's or a restatement's publish, a
+    rollback to an unmarked snapshot, any write but a compaction) is recomputed as before (rows_over_models: the keys its upstream's runs changed since its last
     run), and that run marks it.
     A run recomputes instead of applying deltas, and marks the table, when a change record since
     the mark cannot be trusted to be on main: an upstream rebuild, a backfill's run (its branch
@@ -327,11 +327,11 @@
 {#- Around the MERGE of a model maintained by deltas (the materialization): `when` 'before'
     stages what follows under the run's mark (spark.wap.id), 'after' resets it and makes the
     staged snapshot main's current one (publish_changes: a fast-forward, one commit on main).
-    Nothing for another model, a run with nothing to mark, or a `merge` that is no MERGE
+    Nothing for another model, a run with nothing to mark, or a `merge` that writes nothing
     (guarded_merge_sql's select when no row changes: nothing is staged). -#}
 {% macro consumption_stamp(when, merge) %}
     {% set mark = backfill_safe.invocation_store('consumption_marks').get(this.identifier) %}
-    {% if mark is none or not (merge | trim | lower).startswith('merge') %}
+    {% if mark is none or not (merge | trim | lower).startswith(('merge', 'insert')) %}
         {{ return(none) }}
     {% endif %}
     {% set session = backfill_safe.invocation_store('wap_session') %}
@@ -349,6 +349,37 @@
     {% call statement('publish_under_mark', fetch_result=false) %}
         call spark_catalog.system.publish_changes('{{ this.schema }}.{{ this.identifier }}', '{{ mark }}')
     {% endcall %}
+{% endmacro %}
+
+
+{#- After a full build of a model maintained by deltas (the materialization): its table marked
+    with the latest of its upstream's change records (the build read the upstream with every
+    committed change in it), by an empty append staged under the mark and published, so its
+    first daily run adds what changed since instead of recomputing. Nothing for another model,
+    a backfill's or a dual run's build, or an upstream that recorded nothing yet. -#}
+{% macro mark_full_build() %}
+    {% set plan = backfill_safe.run_plan() %}
+    {% if not plan.declared.additive or plan.window is not none or plan.explaining
+        or plan.dual_run_model is not none %}
+        {{ return(none) }}
+    {% endif %}
+    {% set upstream = plan.declared.scope.models[0] %}
+    {% if upstream.changes | lower not in backfill_safe.recorded_change_tables() %}
+        {{ return(none) }}
+    {% endif %}
+    {% set position = run_query("select cast(max(_run_started_at) as string) from "
+        ~ upstream.changes).rows[0][0] %}
+    {% if position is none %}
+        {{ return(none) }}
+    {% endif %}
+    {% do backfill_safe.invocation_store('consumption_marks').update({this.identifier:
+        'backfill_safe.consumed|' ~ position | replace(' ', 'T') ~ '|' ~ invocation_id}) %}
+    {% set empty = "insert into " ~ this ~ " select * from " ~ this ~ " where false" %}
+    {% do backfill_safe.consumption_stamp('before', empty) %}
+    {% call statement('mark_full_build', fetch_result=false) %}
+        {{ empty }}
+    {% endcall %}
+    {% do backfill_safe.consumption_stamp('after', empty) %}
 {% endmacro %}
 
 

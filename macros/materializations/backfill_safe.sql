@@ -72,6 +72,7 @@
         {%- do persist_constraints(this, model) -%}
         {%- do backfill_safe.kind_table_properties(this) -%}
         {%- do backfill_safe.record_model_rebuilt(this) -%}
+        {%- do backfill_safe.mark_full_build() -%}
     {%- elif idle -%}
         {%- call statement('main') -%}
             {{ idle }}

@@ -1,9 +1,8 @@
 """A model over one model of the kind whose measures are sums and counts (its declaration's
 `additive`: the rides' agg_daily_city_trips) applies what its upstream's runs changed as deltas:
 after minus before, from the upstream's change records since the point its table holds, a point
-published with its data in its snapshot's summary. Each test starts from the built rides (the
-shared build of test_rides_example), whose first run with changes recomputes and marks the
-table; the runs after it apply deltas."""
+published with its data in its snapshot's summary (its full build marks it too). Each test
+starts from the built rides (the shared build of test_rides_example) after one daily run."""
 
 from __future__ import annotations
 
@@ -20,13 +19,15 @@ MARK = "backfill_safe.consumed|"
 
 @pytest.fixture
 def marked(examples_built) -> Warehouse:
-    """The built rides after one run with a change (trip 9, a new date and city): the aggregate
-    recomputed it and marked its table."""
+    """The built rides after one run with a change (trip 9, a new date and city), added to the
+    aggregate's table as a delta and marked."""
     wh = examples_built.fresh()
     wh.land(trips=[trip(9, "2025-01-10 09:00", "2025-01-11 08:00", city="Potsdam")])
     wh.dbt_run(*RIDES)
     assert current_mark(wh).startswith(MARK)
     assert equals_its_select(wh)
+    # its full build marked the table: this first daily run added deltas, the fact not read
+    assert not any(t.endswith("fct_trip") for t in tables_read(wh, "agg_daily_city_trips"))
     return wh
 
 
