@@ -12,8 +12,9 @@
     before that leaves main, and its mark, as they were (the staged snapshot is never current);
     one killed after it leaves both moved (a full build marks its table too: mark_full_build).
     A table whose current snapshot is not marked (a backfill's or a restatement's publish, a
-    rollback to an unmarked snapshot, any write but a compaction) is recomputed as before (rows_over_models: the keys its upstream's runs changed since its last
-    run), and that run marks it.
+    rollback to an unmarked snapshot, any write but a compaction) is recomputed as before
+    (rows_over_models: the keys its upstream's runs changed since its last run), and that run
+    marks it.
     A run recomputes instead of applying deltas, and marks the table, when a change record since
     the mark cannot be trusted to be on main: an upstream rebuild, a backfill's run (its branch
     may never be published), a run with no successful run record (its MERGE may have failed
@@ -104,7 +105,8 @@
                 {%- if exact %}
                 or (coalesce(held.{{ shape.rows }}, 0) + delta.{{ shape.rows }} = 0 and (
                 {%- for column in exact %}
-                    coalesce(held.{{ column }}, 0) + delta.{{ column }} != 0{{ " or" if not loop.last }}
+                    coalesce(held.{{ column }}, 0) + delta.{{ column }} != 0
+                    {{- " or" if not loop.last }}
                 {%- endfor %}))
                 {%- endif %} as _drifted,
             (
@@ -127,7 +129,8 @@
         {{ exceptions.raise_compiler_error("model " ~ model.name ~ " (" ~ model.original_file_path
             ~ "): the changes recorded by " ~ upstream.name ~ " since " ~ batches.mark
             ~ " contradict the table for " ~ drifted | length ~ " " ~ scope_key ~ " value(s) "
-            ~ "(a group would hold fewer than no rows, or no rows but a measure): " ~ (drifted[:10] | map(attribute=0) | map('string')
+            ~ "(a group would hold fewer than no rows, or no rows but a measure): "
+            ~ (drifted[:10] | map(attribute=0) | map('string')
             | join(', ')) ~ "; groups (" ~ key ~ "): " ~ (drifted[:3] | map(attribute=2)
             | join(', ')) ~ ". The table has drifted from "
             ~ upstream.name ~ "; nothing was merged. Repair it with a backfill of the model over "
@@ -347,7 +350,8 @@
     {% endcall %}
     {% do session.update({'unreset': false}) %}
     {% call statement('publish_under_mark', fetch_result=false) %}
-        call spark_catalog.system.publish_changes('{{ this.schema }}.{{ this.identifier }}', '{{ mark }}')
+        call spark_catalog.system.publish_changes(
+            '{{ this.schema }}.{{ this.identifier }}', '{{ mark }}')
     {% endcall %}
 {% endmacro %}
 
