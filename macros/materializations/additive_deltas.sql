@@ -35,8 +35,7 @@
     {% if batches.position is not none %}
         {#- what the MERGE marks its snapshot with (the materialization publishes it) -#}
         {% do backfill_safe.invocation_store('consumption_marks').update({this.identifier:
-            'backfill_safe.consumed|' ~ batches.position | replace(' ', 'T') ~ '|'
-            ~ invocation_id}) %}
+            backfill_safe.consumption_mark_text(batches.position)}) %}
     {% endif %}
     {% if not batches.deltas %}
         {{ return(none) }}
@@ -327,6 +326,14 @@
 {% endmacro %}
 
 
+{#- The mark a run publishes with its data (read back by consumption_mark): the latest change
+    record's run start it holds (`position`, as Spark prints a timestamp; its space a `T`, as
+    a Spark SQL setting's value is read to the end of the line), and the invocation. -#}
+{% macro consumption_mark_text(position) %}
+    {{ return('backfill_safe.consumed|' ~ position | replace(' ', 'T') ~ '|' ~ invocation_id) }}
+{% endmacro %}
+
+
 {#- Around the MERGE of a model maintained by deltas (the materialization): `when` 'before'
     stages what follows under the run's mark (spark.wap.id), 'after' resets it and makes the
     staged snapshot main's current one (publish_changes: a fast-forward, one commit on main).
@@ -377,7 +384,7 @@
         {{ return(none) }}
     {% endif %}
     {% do backfill_safe.invocation_store('consumption_marks').update({this.identifier:
-        'backfill_safe.consumed|' ~ position | replace(' ', 'T') ~ '|' ~ invocation_id}) %}
+        backfill_safe.consumption_mark_text(position)}) %}
     {% set empty = "insert into " ~ this ~ " select * from " ~ this ~ " where false" %}
     {% do backfill_safe.consumption_stamp('before', empty) %}
     {% call statement('mark_full_build', fetch_result=false) %}
@@ -399,27 +406,4 @@
             reset spark.wap.id
         {% endcall %}
     {% endif %}
-{% endmacro %}
-
-
-{#- A table's column types by name, as Spark spells them in a cast: from dbt's relation cache
-    when it listed the table in this invocation (column_names), else a describe. -#}
-{% macro column_types(relation) %}
-    {% set listed = adapter.get_relation(database=relation.database, schema=relation.schema,
-                                         identifier=relation.identifier) %}
-    {% set information = (listed.information or '') if listed is not none else '' %}
-    {% set marker = '\nSchema: root\n' %}
-    {% set found = {} %}
-    {% if marker in information %}
-        {% for name, type in modules.re.findall('(?m)^ \\|-- (.+?): (.+?) \\(nullable',
-                                                information.split(marker)[-1]) %}
-            {% do found.update({name: type}) %}
-        {% endfor %}
-    {% endif %}
-    {% if not found %}
-        {% for column in adapter.get_columns_in_relation(relation) %}
-            {% do found.update({column.name: column.data_type}) %}
-        {% endfor %}
-    {% endif %}
-    {{ return(found) }}
 {% endmacro %}

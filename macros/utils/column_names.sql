@@ -11,18 +11,42 @@
     building it again (a full refresh), which the cache sees. -#}
 {% macro column_names(relation) %}
     {% if execute %}
-        {% set listed = adapter.get_relation(database=relation.database, schema=relation.schema,
-                                             identifier=relation.identifier) %}
-        {% set information = (listed.information or '') if listed is not none else '' %}
-        {% set marker = '\nSchema: root\n' %}
-        {% if marker in information %}
-            {#- the last: the schema follows a view's text, which could hold the marker -#}
-            {% set names = modules.re.findall('(?m)^ \\|-- (.+?): ',
-                                              information.split(marker)[-1]) %}
-            {% if names %}
-                {{ return(names) }}
-            {% endif %}
+        {% set names = modules.re.findall('(?m)^ \\|-- (.+?): ',
+                                          backfill_safe.listed_schema(relation)) %}
+        {% if names %}
+            {{ return(names) }}
         {% endif %}
     {% endif %}
     {{ return(adapter.get_columns_in_relation(relation) | map(attribute='name') | list) }}
+{% endmacro %}
+
+
+{#- A table's column types by name, as Spark spells them in a cast (the listing's `long`,
+    `integer` are Spark types too): from dbt's relation cache when it listed the table in this
+    invocation (listed_schema), else a describe. -#}
+{% macro column_types(relation) %}
+    {% set found = {} %}
+    {% for name, type in modules.re.findall('(?m)^ \\|-- (.+?): (.+?) \\(nullable',
+                                            backfill_safe.listed_schema(relation)) %}
+        {% do found.update({name: type}) %}
+    {% endfor %}
+    {% if not found %}
+        {% for column in adapter.get_columns_in_relation(relation) %}
+            {% do found.update({column.name: column.data_type}) %}
+        {% endfor %}
+    {% endif %}
+    {{ return(found) }}
+{% endmacro %}
+
+
+{#- The schema dbt's relation cache printed for `relation` when it listed it in this invocation
+    (its schema's `show table extended`: the tree after `Schema: root`), or '' (not listed, or
+    created or dropped since: column_names). -#}
+{% macro listed_schema(relation) %}
+    {% set listed = adapter.get_relation(database=relation.database, schema=relation.schema,
+                                         identifier=relation.identifier) %}
+    {% set information = (listed.information or '') if listed is not none else '' %}
+    {% set marker = '\nSchema: root\n' %}
+    {#- the last: the schema follows a view's text, which could hold the marker -#}
+    {{ return(information.split(marker)[-1] if marker in information else '') }}
 {% endmacro %}
