@@ -8,7 +8,7 @@
     The point (the latest change record applied) is written with the data, atomically: the
     MERGE is staged under `spark.wap.id` (the kind's tables have write.wap.enabled) and then
     made current on main (publish_changes, a fast-forward), so main's current snapshot
-    says in its summary which change records its data holds (consumption_mark). A run killed
+    says in its summary which change records its data holds (consumption_mark_select). A run killed
     before that leaves main, and its mark, as they were (the staged snapshot is never current);
     one killed after it leaves both moved (a full build marks its table too: mark_full_build).
     A table whose current snapshot is not marked (a backfill's or a restatement's publish, a
@@ -40,24 +40,33 @@
     {% if not batches.deltas %}
         {{ return(none) }}
     {% endif %}
-    {% do backfill_safe.invocation_store('delta_runs').update({this.identifier: true}) %}
+    {% if not batches.invocations %}
+        {#- nothing recorded upstream since the mark: no row to merge (no MERGE, no mark) -#}
+        {{ return("select *, false as _is_deleted from " ~ this ~ " where false") }}
+    {% endif %}
     {% set shape = backfill_safe.additive_select_check(declared, body) %}
     {% set key, scope_key = declared.unique_key, declared.scope.key %}
     {% set columns = backfill_safe.column_names(this) %}
-    {% set additive = declared.additive %}
-    {% set groups = columns | reject('in', additive + [key]) | list %}
+    {% set additive, extremes = declared.additive, shape.extremes %}
+    {% set groups = columns | reject('in', additive + extremes.keys() | list + [key]) | list %}
     {% set types = backfill_safe.column_types(this) %}
     {% set floats = [] %}
     {% for column in additive if (types[column] | lower).startswith(('float', 'double', 'real')) %}
         {% do floats.append(column) %}
     {% endfor %}
-    {% set since = "_run_started_at > timestamp'" ~ batches.mark ~ "'" %}
-    {% set runs = "_invocation_id in ('" ~ batches.invocations | join("', '") ~ "')" %}
-    {% set images = {} %}
+    {#- each upstream row's image at the mark (its first before image since) and now (its last
+        after image): what the model's select gives over them -#}
+    {% set netted = backfill_safe.netted_images(upstream, batches) %}
+    {% set images, per_row = {}, {} %}
+    {% set row_body = backfill_safe.per_row_body(model.compiled_code or '', upstream, netted.key)
+        if extremes else none %}
     {% for change in ['new', 'old'] %}
         {% do images.update({change: backfill_safe.body_over_images(body, upstream.relation,
-            "select * from " ~ upstream.changes ~ " where _change = '" ~ change ~ "' and "
-            ~ since ~ " and " ~ (runs if batches.invocations else 'false'))}) %}
+            netted[change])}) %}
+        {% if row_body %}
+            {% do per_row.update({change: backfill_safe.body_over_images(row_body,
+                upstream.relation, netted[change])}) %}
+        {% endif %}
     {% endfor %}
     {#- per group: the select over the after images and over the before images, their
         difference, and the table's row -#}
@@ -70,6 +79,9 @@
                 {%- for column in groups %}
                 coalesce(a.{{ column }}, b.{{ column }}) as {{ column }},
                 {%- endfor %}
+                {%- for column in extremes %}
+                a.{{ column }},
+                {%- endfor %}
                 {%- for column in additive %}
                 coalesce(a.{{ column }}, 0) - coalesce(b.{{ column }}, 0) as {{ column }},
                 (a.{{ key }} is not null and a.{{ column }} is null)
@@ -78,7 +90,29 @@
                 {%- endfor %}
             from delta_after as a
             full outer join delta_before as b on a.{{ key }} = b.{{ key }}
+        ){{ "," if extremes }}
+        {%- if extremes %}
+        {#- per group, the most extreme value its rows held at the mark and no longer hold
+            there (the row left the group, or its value moved away from the extreme); when the
+            select cannot be evaluated row by row, every before image's value -#}
+        removed as (
+            {%- if row_body %}
+            select
+                b.{{ key }},
+                {%- for column, function in extremes.items() %}
+                {{ function }}(case when a._upstream_key is null or not coalesce(
+                    a.{{ column }} {{ '<=' if function == 'min' else '>=' }} b.{{ column }},
+                    false) then b.{{ column }} end) as {{ column }}{{ "," if not loop.last }}
+                {%- endfor %}
+            from ({{ per_row.old }}) as b
+            left join ({{ per_row.new }}) as a
+                on a._upstream_key <=> b._upstream_key and a.{{ key }} = b.{{ key }}
+            group by b.{{ key }}
+            {%- else %}
+            select {{ key }}, {{ extremes.keys() | join(', ') }} from delta_before
+            {%- endif %}
         )
+        {%- endif %}
         select
             {%- for column in columns %}
             {%- if column == key %}
@@ -86,6 +120,9 @@
             {%- elif column in additive %}
             cast(coalesce(held.{{ column }}, 0) + delta.{{ column }} as {{ types[column] }})
                 as {{ column }},
+            {%- elif column in extremes %}
+            {{ 'least' if extremes[column] == 'min' else 'greatest' }}(held.{{ column }},
+                delta.{{ column }}) as {{ column }},
             {%- else %}
             case when held.{{ key }} is null then delta.{{ column }} else held.{{ column }} end
                 as {{ column }},
@@ -96,6 +133,13 @@
                 {%- for column in additive %}
                 delta._null_{{ loop.index }} or (held.{{ key }} is not null
                     and held.{{ column }} is null){{ " or" if not loop.last }}
+                {%- endfor %}
+                {#- a group left with rows whose extreme may be gone -#}
+                {%- for column, function in extremes.items() %}
+                or (coalesce(held.{{ shape.rows }}, 0) + delta.{{ shape.rows }} > 0
+                    and removed.{{ column }} is not null and (held.{{ column }} is null
+                    or removed.{{ column }} {{ '<=' if function == 'min' else '>=' }}
+                    held.{{ column }}))
                 {%- endfor %}
             ) as _recompute,
             {#- a group below no rows, or with none left but measures (an exact type's) -#}
@@ -112,9 +156,16 @@
                 {%- for column in additive %}
                 delta.{{ column }} != 0{{ " or" if not loop.last }}
                 {%- endfor %}
+                {%- for column, function in extremes.items() %}
+                or not ({{ 'least' if function == 'min' else 'greatest' }}(held.{{ column }},
+                    delta.{{ column }}) <=> held.{{ column }})
+                {%- endfor %}
             ) as _moved
         from delta
         left join {{ this }} as held on held.{{ key }} = delta.{{ key }}
+        {%- if extremes %}
+        left join removed on removed.{{ key }} = delta.{{ key }}
+        {%- endif %}
     {% endset %}
     {#- one statement: the scope keys of groups to recompute, and of groups the changes
         contradict -#}
@@ -136,12 +187,18 @@
             ~ "those groups' dates (`pipeline backfill --select " ~ model.name ~ " --start ... "
             ~ "--end ... --reason ...`) or `dbt run --full-refresh --select " ~ model.name ~ "`") }}
     {% endif %}
+    {% if flagged | length > 1000 %}
+        {#- too many groups to name: the keys the changes since its last run reach recomputed
+            (rows_over_models), as a run that cannot trust its changes does -#}
+        {{ return(none) }}
+    {% endif %}
+    {% do backfill_safe.invocation_store('delta_runs').update({this.identifier: true}) %}
     {% set rows = "select " ~ columns | join(", ") ~ ", _is_deleted from (" ~ moved
         ~ ") as moved where _moved" %}
     {% if not flagged %}
         {{ return(rows) }}
     {% endif %}
-    {#- a sum over nulls: those scope keys recomputed from the upstream table -#}
+    {#- a sum over nulls, an extreme gone: those scope keys recomputed from the upstream table -#}
     {% set literals = [] %}
     {% for value in flagged | map(attribute=0) | sort %}
         {% do literals.append(backfill_safe.sql_literal(value)) %}
@@ -191,9 +248,11 @@
 
 {#- The model's compiled select checked against its `additive` columns, as it runs: each is
     `sum(<expression>)` or `count(<expression>)` (not distinct) in the select, one of them
-    `count(*)` (its rows: a group reaching 0 is deleted), and no other column is an aggregate
-    (min, max, count distinct...: a delta cannot maintain it). Returns {rows: the count(*)
-    column}. -#}
+    `count(*)` (its rows: a group reaching 0 is deleted); another column may be `min(...)` or
+    `max(...)` (kept from the images: additive_deltas), none another aggregate (count distinct,
+    avg...: a delta cannot maintain it), and the select has no `having` (a group it hides would
+    be no sum of its rows' deltas). Returns {rows: the count(*) column, extremes: {column: 'min'
+    or 'max'}}. -#}
 {% macro additive_select_check(declared, body) %}
     {% set re = modules.re %}
     {% set where = "model " ~ model.name ~ " (" ~ model.original_file_path
@@ -205,7 +264,12 @@
     {% endfor %}
     {% set item = "(?:select|,)\\s*(\\w+)\\s*\\(\\s*(distinct\\s)?(" ~ nested.text
         ~ ")\\)\\s+as\\s+" %}
-    {% set rows = [] %}
+    {% if re.search("(?is)\\bhaving\\b", re.sub("--[^\\n]*", "", body)) %}
+        {{ exceptions.raise_compiler_error(where ~ ": the select has a having clause (a group it "
+            ~ "leaves out is not the sum of its rows' changes): filter the rows with where, or "
+            ~ "remove additive to recompute the groups the changes reach") }}
+    {% endif %}
+    {% set rows, extremes = [], {} %}
     {% for column in backfill_safe.column_names(this) if column != declared.unique_key %}
         {% set found = re.search("(?is)" ~ item ~ re.escape(column) ~ "\\b", body) %}
         {% set function = (found.group(1) | lower) if found else none %}
@@ -213,20 +277,23 @@
             {% if function not in ['sum', 'count'] or found.group(2) %}
                 {{ exceptions.raise_compiler_error(where ~ ": column '" ~ column ~ "' is not "
                     ~ "sum(...) or count(...) of the upstream's rows in the select (found: "
-                    ~ (found.group(0) if found else 'no such item') ~ "); a delta maintains "
-                    ~ "sums and counts only") }}
+                    ~ (found.group(0) if found else 'no such item') ~ "); additive lists "
+                    ~ "sums and counts (a min(...) or max(...) column is kept without being "
+                    ~ "listed)") }}
             {% endif %}
             {% if function == 'count' and found.group(3) | trim in ['*', '1'] %}
                 {% do rows.append(column) %}
             {% endif %}
-        {% elif function in ['sum', 'count', 'min', 'max', 'avg', 'mean', 'first', 'last',
+        {% elif function in ['min', 'max'] %}
+            {% do extremes.update({column: function}) %}
+        {% elif function in ['sum', 'count', 'avg', 'mean', 'first', 'last',
                              'any_value', 'collect_set', 'collect_list', 'count_if', 'median',
                              'percentile', 'percentile_approx', 'approx_count_distinct',
                              'stddev', 'variance', 'max_by', 'min_by', 'bool_and', 'bool_or',
                              'every', 'some', 'array_agg', 'mode'] %}
             {{ exceptions.raise_compiler_error(where ~ ": column '" ~ column ~ "' is an aggregate "
                 ~ "a delta cannot maintain (" ~ found.group(0) ~ "): list it in additive if it "
-                ~ "is a sum or count, or remove additive to recompute the groups the changes "
+                ~ "is a sum or count (min and max are kept), or remove additive to recompute the groups the changes "
                 ~ "reach") }}
         {% endif %}
     {% endfor %}
@@ -236,13 +303,13 @@
             ~ "<column> to its select, its yml and additive), so that a group that loses its "
             ~ "last row is deleted") }}
     {% endif %}
-    {{ return({'rows': rows[0]}) }}
+    {{ return({'rows': rows[0], 'extremes': extremes}) }}
 {% endmacro %}
 
 
 {#- `body` with its one reference to `relation` (the upstream model's table) replaced by the
     parenthesized `images` (a select of the upstream's columns and more), keeping the alias the
-    select gives it, else named as the table. -#}
+    select gives it, else named as the table (upstream_alias). -#}
 {% macro body_over_images(body, relation, images) %}
     {% set re = modules.re %}
     {% set name = relation | string %}
@@ -252,16 +319,72 @@
             ~ "): a model maintained by deltas (additive) reads " ~ name ~ " once in its select; "
             ~ "it reads it " ~ found ~ " times") }}
     {% endif %}
-    {% set aliased = re.search("(?i)" ~ re.escape(name) ~ "\\s+(as\\s+)?(?!(where|group|join|"
-        ~ "left|right|inner|full|cross|on|order|limit|having|union|window|lateral|natural|anti|"
-        ~ "semi|sort|cluster|distribute|except|intersect|minus)\\b)[a-z_]\\w*", body) %}
+    {% set alias = backfill_safe.upstream_alias(body, relation) %}
     {{ return(re.sub(re.escape(name) ~ "(?![\\w.])", ("(" ~ images ~ ")"
-        ~ ("" if aliased else " as " ~ relation.identifier)) | replace("\\", "\\\\"), body)) }}
+        ~ ("" if alias.given else " as " ~ alias.name)) | replace("\\", "\\\\"), body)) }}
+{% endmacro %}
+
+
+{#- The name `body` reads `relation` by: {name, given: true} when the select gives it an alias,
+    else {name: the table's identifier, given: false}. -#}
+{% macro upstream_alias(body, relation) %}
+    {% set re = modules.re %}
+    {% set aliased = re.search("(?i)" ~ re.escape(relation | string) ~ "\\s+(as\\s+)?(?!(where|"
+        ~ "group|join|left|right|inner|full|cross|on|order|limit|having|union|window|lateral|"
+        ~ "natural|anti|semi|sort|cluster|distribute|except|intersect|minus)\\b)([a-z_]\\w*)",
+        body) %}
+    {{ return({'name': aliased.group(3) if aliased else relation.identifier,
+               'given': aliased is not none}) }}
+{% endmacro %}
+
+
+{#- `body` (the model's compiled select; one `select` and one `group by`, comments aside) made
+    to give one row per group and upstream row: the upstream's unique key `upstream_key` (a
+    column of the upstream) as `_upstream_key` first, and in the grouping. None when the select
+    has another shape (a subquery, a union, select distinct): the caller then takes every before
+    image as possibly removed. -#}
+{% macro per_row_body(body, upstream, upstream_key) %}
+    {% set re = modules.re %}
+    {% if upstream_key is none %}
+        {{ return(none) }}
+    {% endif %}
+    {% set bare = re.sub("(?s)/\\*.*?\\*/", " ", re.sub("--[^\\n]*", "", body)) %}
+    {% if re.findall("(?i)\\bselect\\b", bare) | length != 1
+        or re.findall("(?i)\\bgroup\\s+by\\b", bare) | length != 1
+        or re.search("(?i)\\bselect\\s+(distinct|all)\\b", bare) %}
+        {{ return(none) }}
+    {% endif %}
+    {% set row = backfill_safe.upstream_alias(bare, upstream.relation).name ~ "."
+        ~ upstream_key %}
+    {% set bare = re.sub("(?i)\\bselect\\b", "select " ~ row ~ " as _upstream_key,", bare,
+        count=1) %}
+    {{ return(re.sub("(?i)\\bgroup\\s+by\\b", "group by " ~ row ~ ",", bare, count=1)) }}
+{% endmacro %}
+
+
+{#- The change records of `upstream` (the scope's model entry) a delta run applies (`batches`:
+    delta_batches), netted per upstream row: {new: each row's last after image, old: each row's
+    first before image (the row as the table's mark holds it; none when it arrived since),
+    key: the upstream's unique key}. Netted, an image no longer true (a row inserted, then
+    corrected) is not among them. -#}
+{% macro netted_images(upstream, batches) %}
+    {% set unique_key = graph.nodes[upstream.unique_id].config.unique_key %}
+    {% set unique_key = [unique_key] if unique_key is string else unique_key %}
+    {% set records = "select *, row_number() over (partition by " ~ unique_key | join(', ')
+        ~ " order by _run_started_at, _change desc) as _earliest, row_number() over (partition "
+        ~ "by " ~ unique_key | join(', ') ~ " order by _run_started_at desc, _change) as _latest "
+        ~ "from " ~ upstream.changes ~ " where _run_started_at > timestamp'" ~ batches.mark
+        ~ "' and _change in ('new', 'old') and " ~ ("_invocation_id in ('"
+        ~ batches.invocations | join("', '") ~ "')" if batches.invocations else 'false') %}
+    {{ return({
+        'new': "select * from (" ~ records ~ ") as records where _change = 'new' and _latest = 1",
+        'old': "select * from (" ~ records ~ ") as records where _change = 'old' and _earliest = 1",
+        'key': unique_key | join(', ') if unique_key | length == 1 else none}) }}
 {% endmacro %}
 
 
 {#- What this daily run of a model maintained by deltas applies, from its upstream's change
-    records (`upstream`: the scope's model entry) and its table's mark (consumption_mark):
+    records (`upstream`: the scope's model entry) and its table's mark (consumption_mark_select):
       deltas:      true when the run applies the change records since the mark as deltas;
                    false when it recomputes (rows_over_models): no valid mark, an upstream
                    rebuild, a backfill's run, a run without a successful run record (its MERGE
@@ -273,60 +396,54 @@
     A run of the upstream in this invocation is trusted: dbt runs this model only after it
     succeeded. -#}
 {% macro delta_batches(upstream) %}
-    {% set mark = backfill_safe.consumption_mark(this) %}
     {% if upstream.changes | lower not in backfill_safe.recorded_change_tables() %}
         {{ return({'deltas': false, 'mark': none, 'invocations': [], 'position': none}) }}
     {% endif %}
-    {% if mark is none %}
-        {% set latest = run_query("select cast(max(_run_started_at) as string) from "
-            ~ upstream.changes).rows[0][0] %}
-        {{ return({'deltas': false, 'mark': none, 'invocations': [], 'position': latest}) }}
-    {% endif %}
+    {#- one statement: the mark, and per upstream run since it (all as one, without a mark) its
+        latest record, whether it rebuilt, whether it is known to have committed -#}
     {% set control = var('control_schema', 'control') %}
-    {% set batches = run_query(
-        "select changes._invocation_id, cast(max(changes._run_started_at) as string), "
-        ~ "count_if(changes._change = 'rebuilt'), "
-        ~ "max(changes._invocation_id = '" ~ invocation_id ~ "' or succeeded.invocation_id "
-        ~ "is not null) from " ~ upstream.changes ~ " as changes left join (select distinct "
-        ~ "invocation_id from " ~ control ~ ".run_records where model_name = '" ~ upstream.name
-        ~ "' and status = 'success' and window_start is null) as succeeded on "
-        ~ "succeeded.invocation_id = changes._invocation_id where changes._run_started_at > "
-        ~ "timestamp'" ~ mark ~ "' group by changes._invocation_id").rows %}
-    {% set trusted = batches | selectattr(2, 'equalto', 0) | selectattr(3) | list %}
-    {% set positions = batches | map(attribute=1) | sort | list %}
-    {{ return({'deltas': trusted | length == batches | length, 'mark': mark,
-               'invocations': trusted | map(attribute=0) | list,
+    {% set rows = run_query("with marks as (" ~ backfill_safe.consumption_mark_select(this)
+        ~ "), changes as (select changes.* from " ~ upstream.changes ~ " as changes cross join "
+        ~ "marks where marks.mark is null or changes._run_started_at > cast(marks.mark as "
+        ~ "timestamp)) select marks.mark, case when marks.mark is not null then "
+        ~ "changes._invocation_id end as invocation, cast(max(changes._run_started_at) as string), "
+        ~ "count_if(changes._change = 'rebuilt'), max(changes._invocation_id = '" ~ invocation_id
+        ~ "' or succeeded.invocation_id is not null) from marks left join changes on true "
+        ~ "left join (select distinct invocation_id from " ~ control ~ ".run_records where "
+        ~ "model_name = '" ~ upstream.name ~ "' and status = 'success' and window_start is null) "
+        ~ "as succeeded on succeeded.invocation_id = changes._invocation_id "
+        ~ "group by marks.mark, invocation").rows %}
+    {% set mark = rows[0][0] %}
+    {% if mark is none %}
+        {{ return({'deltas': false, 'mark': none, 'invocations': [], 'position': rows[0][2]}) }}
+    {% endif %}
+    {% set batches = rows | rejectattr(1, 'none') | list %}
+    {% set trusted = batches | selectattr(3, 'equalto', 0) | selectattr(4) | list %}
+    {% set positions = batches | map(attribute=2) | sort | list %}
+    {{ return({'deltas': trusted | length == batches | length, 'mark': mark | replace('T', ' '),
+               'invocations': trusted | map(attribute=1) | list,
                'position': positions[-1] if positions else none}) }}
 {% endmacro %}
 
 
-{#- The point `relation`'s data is current with, from main's snapshots (newest first): the
-    change-record point in the summary (`wap.id`) of its current snapshot, or of the latest
-    marked one when only compactions (`replace`) followed it; none when no such snapshot leads
-    main (a full build, another write since, a rollback: a snapshot made current and then
-    left). -#}
-{% macro consumption_mark(relation) %}
-    {% set rows = run_query("select history.is_current_ancestor, snapshots.operation, "
-        ~ "snapshots.summary['wap.id'] from " ~ relation ~ ".history as history left join "
-        ~ relation ~ ".snapshots as snapshots on snapshots.snapshot_id = history.snapshot_id "
-        ~ "order by history.made_current_at desc limit 50").rows %}
-    {% set found = namespace(mark=none, done=false) %}
-    {% for row in rows if not found.done %}
-        {% set wap = row[2] or '' %}
-        {% if not row[0] %}
-            {% set found.done = true %}
-        {% elif wap.startswith('backfill_safe.consumed|') %}
-            {% set found.mark = wap.split('|')[1] %}
-            {% set found.done = true %}
-        {% elif row[1] != 'replace' %}
-            {% set found.done = true %}
-        {% endif %}
-    {% endfor %}
-    {{ return(found.mark) }}
+{#- A select of one row, `mark`: the point `relation`'s data is current with, from main's
+    snapshots (newest first): the change-record point in the summary (`wap.id`) of its current
+    snapshot, or of the latest marked one when only compactions (`replace`) followed it; null
+    when no such snapshot leads main (a full build, another write since, a rollback: a snapshot
+    made current and then left). -#}
+{% macro consumption_mark_select(relation) %}
+    {{ return("select max_by(case when on_main and startswith(wap, 'backfill_safe.consumed|') "
+        ~ "then split_part(wap, '|', 2) end, made_current_at) as mark from (select "
+        ~ "history.made_current_at, history.is_current_ancestor as on_main, "
+        ~ "coalesce(snapshots.operation, '') as operation, coalesce(snapshots.summary['wap.id'], "
+        ~ "'') as wap from " ~ relation ~ ".history as history left join " ~ relation
+        ~ ".snapshots as snapshots on snapshots.snapshot_id = history.snapshot_id) as snapshots "
+        ~ "where not on_main or startswith(wap, 'backfill_safe.consumed|') "
+        ~ "or operation != 'replace'") }}
 {% endmacro %}
 
 
-{#- The mark a run publishes with its data (read back by consumption_mark): the latest change
+{#- The mark a run publishes with its data (read back by consumption_mark_select): the latest change
     record's run start it holds (`position`, as Spark prints a timestamp; its space a `T`, as
     a Spark SQL setting's value is read to the end of the line), and the invocation. -#}
 {% macro consumption_mark_text(position) %}

@@ -14,16 +14,17 @@
 {% macro rows_over_models(plan, body) %}
     {% set declared, scope = plan.declared, plan.scope %}
     {% set key = scope.key %}
+    {#- a model maintained by deltas (additive): its daily run applies its upstream's changes
+        since its mark (one statement finds them, or that there are none) -#}
+    {% set deltas = backfill_safe.additive_deltas(plan, body) %}
+    {% if deltas is not none %}
+        {{ return(deltas) }}
+    {% endif %}
     {#- nothing recorded upstream since its last run (one probe): no row to merge, and nothing
         cached or read to find it (guarded_merge_sql then stages nothing); a scope that names
         landed sources too was probed as a whole (nothing_landed_since_last_run) -#}
     {% if not (scope.direct or scope.through) and backfill_safe.nothing_changed_upstream(scope) %}
         {{ return("select *, false as _is_deleted from " ~ this ~ " where false") }}
-    {% endif %}
-    {#- a model maintained by deltas (additive): its daily run applies its upstream's changes -#}
-    {% set deltas = backfill_safe.additive_deltas(plan, body) %}
-    {% if deltas is not none %}
-        {{ return(deltas) }}
     {% endif %}
     {% set keys = backfill_safe.scope_keys_cached() %}
     {% set window = plan.window %}

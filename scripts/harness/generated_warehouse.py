@@ -9,8 +9,8 @@ names differ (`d001`, `d002`, ...), nothing of the examples. Each domain has:
 - four models of the kind, declared in the yml as the add-a-source guide does: a type-1
   dimension `dim_<d>_account`, a type-2 dimension `dim_<d>_member`, a fact `fct_<d>_event` (the
   member version in effect at the event, the account of the event) and an aggregate
-  `agg_<d>_daily` over the fact (by event date and category; in the odd-numbered domains
-  maintained by deltas, `additive`);
+  `agg_<d>_daily` over the fact (by event date and category: counts, sums and a max; in the
+  odd-numbered domains maintained by deltas, `additive`);
 - one plain dbt view over the fact and the account dimension, `rpt_<d>__account_totals`.
 
 So `domains` domains hold 4 x `domains` models of the kind (10, 50 and 200 models: 3, 13 and
@@ -227,7 +227,8 @@ select
     category,
     count(*) as event_count,
     sum(amount) as amount,
-    sum(fee_amount) as fee_amount
+    sum(fee_amount) as fee_amount,
+    max(amount) as largest_amount
 from {{{{ ref('fct_{d}_event') }}}}
 group by event_date, category
 """
@@ -331,7 +332,7 @@ def _marts(d: str) -> dict:
          "data_tests": tests,
          "columns": _columns({"daily_key": "string", "event_date": "date", "category": "string",
                               "event_count": "bigint", "amount": "decimal(22,2)",
-                              "fee_amount": "decimal(28,4)"})},
+                              "fee_amount": "decimal(28,4)", "largest_amount": "decimal(12,2)"})},
     ]}
 
 

@@ -1,15 +1,18 @@
 """A model over one model of the kind whose measures are sums and counts (its declaration's
-`additive`: the rides' agg_daily_city_trips) applies what its upstream's runs changed as deltas:
-after minus before, from the upstream's change records since the point its table holds, a point
-published with its data in its snapshot's summary (its full build marks it too). Each test
-starts from the built rides (the shared build of test_rides_example) after one daily run."""
+`additive`: the rides' agg_daily_city_trips, the shop's agg_customer_orders) applies what its
+upstream's runs changed as deltas: after minus before, from the upstream's change records since
+the point its table holds, a point published with its data in its snapshot's summary (its full
+build marks it too); its min and max columns are kept from the same images, a group recomputed
+only when the row holding its extreme left it. Each rides test starts from the built rides (the
+shared build of test_rides_example) after one daily run."""
 
 from __future__ import annotations
 
 import pytest
 
 from domains import RIDES as RIDES_DOMAIN
-from helpers import Warehouse, trip
+from domains import SHOP, SHOP_AGGREGATES, stale_aggregates
+from helpers import Warehouse, order, trip
 
 RIDES = RIDES_DOMAIN.select
 AGG = "marts.agg_daily_city_trips"
@@ -142,3 +145,36 @@ def test_a_drifted_aggregate_fails_its_run_naming_its_groups_and_a_backfill_of_i
     marked.dbt_run(*RIDES)
     assert equals_its_select(marked) and current_mark(marked).startswith(MARK)
     assert not any(t.endswith("fct_trip") for t in tables_read(marked, "agg_daily_city_trips"))
+
+
+def test_first_and_last_dates_move_by_the_changes_and_a_removed_extreme_is_recomputed(examples_built):
+    """The shop's customer mart (count, sums, min and max of the order date) over its order fact;
+    customer 1 holds orders 1 (2025-01-02), 3 (2025-01-09) and 2 (2025-01-10)."""
+    wh = examples_built.fresh()
+    customers = "marts.agg_customer_orders"
+
+    def run_and_read() -> set[str]:
+        wh.dbt_run(*SHOP.select, "+agg_customer_orders")
+        assert stale_aggregates(wh, SHOP_AGGREGATES) == {}
+        [row] = wh.rows(f"select first_order_date, last_order_date from {customers} where order_count > 1")
+        dates.append((str(row.first_order_date), str(row.last_order_date)))
+        return tables_read(wh, "agg_customer_orders")
+
+    dates: list[tuple[str, str]] = []
+    # the last order corrected, its date kept: the last date still held, nothing recomputed
+    wh.land(orders=[order(2, "2025-01-10 10:00", "2025-01-10 11:00", status="shipped")])
+    read = run_and_read()
+    assert not any(t.endswith("fct_orders") for t in read), read
+    # a new last order, and an order moved before the first: both dates move by the images alone
+    wh.land(orders=[order(4, "2025-01-12 09:00", "2025-01-10 12:00"),
+                    order(3, "2025-01-01 09:00", "2025-01-10 12:00")])
+    read = run_and_read()
+    assert not any(t.endswith("fct_orders") for t in read), read
+    # the last order deleted and the first moved later: the dates they held are gone, the
+    # customer recomputed from the fact
+    wh.land(orders=[order(4, "2025-01-12 09:00", "2025-01-10 13:00", is_deleted=True),
+                    order(3, "2025-01-05 09:00", "2025-01-10 13:00")])
+    read = run_and_read()
+    assert any(t.endswith("fct_orders") for t in read), read
+    assert dates == [("2025-01-02", "2025-01-10"), ("2025-01-01", "2025-01-12"),
+                     ("2025-01-02", "2025-01-10")]
