@@ -2,13 +2,16 @@
     (its declaration's `additive`: additive_declaration). Its daily run reads only what its
     upstream's runs changed since the point its table is current with (the upstream's change
     records, record_model_changes: every changed row as it was before the run and as it is
-    after), evaluates its own select over those images, and moves each group's measures by
-    after minus before: a group whose row count reaches 0 is deleted, a new group inserted.
+    after; netted per upstream row: netted_images), evaluates its own select over those images,
+    and moves each group's measures by after minus before: a group whose row count reaches 0 is
+    deleted, a new group inserted. A min(...) or max(...) column becomes the lesser (greater) of
+    the table's value and the after images'; a group where a row that held it left (deleted,
+    moved to another group, its value moved away: per_row_body) is recomputed.
     The upstream's table is not read.
     The point (the latest change record applied) is written with the data, atomically: the
     MERGE is staged under `spark.wap.id` (the kind's tables have write.wap.enabled) and then
-    made current on main (publish_changes, a fast-forward), so main's current snapshot
-    says in its summary which change records its data holds (consumption_mark_select). A run killed
+    made current on main (publish_changes, a fast-forward), so main's current snapshot says in
+    its summary which change records its data holds (consumption_mark_select). A run killed
     before that leaves main, and its mark, as they were (the staged snapshot is never current);
     one killed after it leaves both moved (a full build marks its table too: mark_full_build).
     A table whose current snapshot is not marked (a backfill's or a restatement's publish, a
@@ -20,8 +23,9 @@
     may never be published), a run with no successful run record (its MERGE may have failed
     after the records were written, or the run was killed before its record: delta_batches).
     Within a delta run, a group whose measure is or becomes null (a sum over nulls only) is
-    recomputed, by its scope key; a group the changes take below zero rows fails the run,
-    naming the groups (the table drifted from its upstream: a backfill of the model repairs it).
+    recomputed, by its scope key (more than 1,000 such groups: the run recomputes as above); a
+    group the changes take below zero rows fails the run, naming the groups (the table drifted
+    from its upstream: a backfill of the model repairs it).
     Returns the rows to merge (rows_to_merge's columns and `_is_deleted`), or none when this run
     recomputes. `plan`: the run_plan; `body`: the model's select (flagged_rows). -#}
 {% macro additive_deltas(plan, body) %}
@@ -293,8 +297,8 @@
                              'every', 'some', 'array_agg', 'mode'] %}
             {{ exceptions.raise_compiler_error(where ~ ": column '" ~ column ~ "' is an aggregate "
                 ~ "a delta cannot maintain (" ~ found.group(0) ~ "): list it in additive if it "
-                ~ "is a sum or count (min and max are kept), or remove additive to recompute the groups the changes "
-                ~ "reach") }}
+                ~ "is a sum or count (min and max are kept), or remove additive to recompute "
+                ~ "the groups the changes reach") }}
         {% endif %}
     {% endfor %}
     {% if not rows %}
@@ -396,6 +400,17 @@
     A run of the upstream in this invocation is trusted: dbt runs this model only after it
     succeeded. -#}
 {% macro delta_batches(upstream) %}
+    {#- once per model and invocation: the idle check (nothing_since_mark) and the run ask -#}
+    {% set found = backfill_safe.invocation_store('delta_batches') %}
+    {% if this.identifier not in found %}
+        {% do found.update({this.identifier: backfill_safe.delta_batches_found(upstream)}) %}
+    {% endif %}
+    {{ return(found[this.identifier]) }}
+{% endmacro %}
+
+
+{#- What delta_batches answers, found once per model and invocation. -#}
+{% macro delta_batches_found(upstream) %}
     {% if upstream.changes | lower not in backfill_safe.recorded_change_tables() %}
         {{ return({'deltas': false, 'mark': none, 'invocations': [], 'position': none}) }}
     {% endif %}
@@ -423,6 +438,23 @@
     {{ return({'deltas': trusted | length == batches | length, 'mark': mark | replace('T', ' '),
                'invocations': trusted | map(attribute=1) | list,
                'position': positions[-1] if positions else none}) }}
+{% endmacro %}
+
+
+{#- For nothing_landed_since_last_run: true when this daily run of a model maintained by deltas
+    has nothing to apply (its table holds a mark and its upstream recorded nothing since), false
+    when it has, none when it cannot tell by its mark (not such a model or run, no valid mark:
+    the caller probes the records since its last run). -#}
+{% macro nothing_since_mark(plan) %}
+    {% if not plan.declared.additive or plan.window is not none or plan.dual_run_model is not none
+        or plan.explaining %}
+        {{ return(none) }}
+    {% endif %}
+    {% set batches = backfill_safe.delta_batches(plan.declared.scope.models[0]) %}
+    {% if batches.mark is none %}
+        {{ return(none) }}
+    {% endif %}
+    {{ return(batches.deltas and not batches.invocations) }}
 {% endmacro %}
 
 

@@ -25,7 +25,11 @@
         names landed sources beside them: its inputs, as any model's, below) -#}
     {% set scope = plan.scope %}
     {% if plan.declared is not none and plan.declared.only_models %}
-        {{ return(backfill_safe.nothing_changed_upstream(scope)) }}
+        {#- a model maintained by deltas whose table holds a mark: nothing recorded since it
+            (the statement its run would read them with, additive_deltas) -#}
+        {% set since_mark = backfill_safe.nothing_since_mark(plan) %}
+        {{ return(since_mark if since_mark is not none
+            else backfill_safe.nothing_changed_upstream(scope)) }}
     {% endif %}
     {% set inputs = backfill_safe.input_relations(model.unique_id) %}
     {% if inputs is none %}

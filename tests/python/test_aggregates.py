@@ -307,11 +307,12 @@ def test_an_aggregate_whose_upstream_recorded_nothing_stages_nothing_and_merges_
 # (docs/benchmarks/statement_budget_2026-12-05.md lists each statement).
 # The first fact to run also asks what the invocation asks once (whether a lookup's source landed,
 # the scope's event dates): each fact 11 at most, both 20. The customer mart, maintained by deltas
-# (additive), pays its mark: one statement reads it with the change records since it, one finds the
-# groups to recompute, and its MERGE is staged under the mark and published (set, reset, publish);
-# it caches no scope keys: 12 (a recomputing aggregate's 9 before, issue 82).
+# (additive), pays its mark: one statement reads it with the change records since it (and is its
+# idle probe), one finds the groups to recompute, and its MERGE is staged under the mark and
+# published (set, reset, publish); it caches no scope keys: 11 (a recomputing aggregate's 9 before,
+# issue 82).
 STATEMENT_BUDGET = {"fct_order_item": 11, "fct_orders": 11, "agg_daily_revenue": 10,
-                    "agg_customer_orders": 12}
+                    "agg_customer_orders": 11}
 FACTS_BUDGET = 20
 DIMENSION_BUDGET = 4
 
@@ -385,3 +386,39 @@ def test_maintenance_deletes_the_change_records_every_reader_has_read_and_keeps_
     run(wh, "--select", "agg_daily_revenue", "agg_customer_orders")
     assert stale_aggregates(wh, SHOP_AGGREGATES) == {}
     assert {str(r.order_date): str(r.net_amount) for r in wh.rows(f"select * from {REVENUE}")}["2025-01-08"] == "7.00"
+
+
+def test_status_shows_the_upstream_runs_each_aggregate_holds_and_its_lag_through_them(wh: Warehouse):
+    """Issue 83: an aggregate keeps no watermark; `pipeline status` shows, per upstream, the latest
+    upstream run whose changes it holds (the customer mart, maintained by deltas: its table's mark;
+    the daily revenue: its last run), the upstream runs since, and the upstream's watermark lag as
+    of the run it holds, as the aggregate's own."""
+    from pipeline.metrics import consumption_table, model_metrics
+
+    def metrics():
+        return {m.model: m for m in model_metrics(wh.spark)}
+
+    wh.land(orders=[order(4, "2025-01-11 10:00")], order_items=[item(4, 1, "2025-01-11 10:00")])
+    run(wh)
+    now = metrics()
+    held = {name: [(c.upstream, c.runs_behind, c.read_from) for c in now[name].consumed]
+            for name in ("agg_customer_orders", "agg_daily_revenue")}
+    assert held == {"agg_customer_orders": [("fct_orders", 0, "mark")],
+                    "agg_daily_revenue": [("fct_order_item", 0, "last run")]}
+    for aggregate, fact in (("agg_customer_orders", "fct_orders"), ("agg_daily_revenue", "fct_order_item")):
+        assert now[aggregate].consumed[0].current_with is not None
+        assert abs(now[aggregate].watermark_lag_seconds - now[fact].watermark_lag_seconds) < 60
+    # the facts run again without the aggregates, their watermarks two hours later: each aggregate
+    # is one run behind, its lag still that of the fact's run it holds
+    wh.land(orders=[order(5, "2025-01-11 12:00")], order_items=[item(5, 1, "2025-01-11 12:00")])
+    run(wh, "--select", "fct_order_item", "fct_orders")
+    later = metrics()
+    for aggregate, fact in (("agg_customer_orders", "fct_orders"), ("agg_daily_revenue", "fct_order_item")):
+        [consumed] = later[aggregate].consumed
+        assert consumed.runs_behind == 1
+        assert consumed.current_with == now[aggregate].consumed[0].current_with
+        assert abs(later[aggregate].watermark_lag_seconds - later[fact].watermark_lag_seconds - 7200) < 60
+    console = Console(file=io.StringIO(), width=200)
+    console.print(consumption_table(list(later.values())))
+    shown = console.file.getvalue()
+    assert "agg_customer_orders" in shown and "fct_order_item" in shown and "mark" in shown, shown
