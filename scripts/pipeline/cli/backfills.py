@@ -360,7 +360,8 @@ def register(group: click.Group) -> None:
                        "the current code) to FILE, for review and `pipeline apply`.")
     @refusing(_refusals)
     def status(run_id, plan_out, out) -> int:
-        """List backfill runs and each model's minimal metrics, then each volume_within_band test
+        """List backfill runs and each model's minimal metrics (a model over models: the upstream
+        runs it holds, and how many it is behind), then each volume_within_band test
         that cannot fire at its table's current volume and why, and every model whose watermark
         is ahead of its loadable data (the data test no_watermark_drift's rows); or, given RUN_ID
         (bf_...), one run's parameters, windows, tables and the plan it was applied from; with
@@ -387,10 +388,14 @@ def register(group: click.Group) -> None:
             for table in runner.late_policy_tables():
                 out.print(table)
             from pipeline.drift import watermark_drift
-            from pipeline.metrics import metrics_table, model_metrics
+            from pipeline.metrics import consumption_table, metrics_table, model_metrics
             from pipeline.volume import silent_tests
 
-            out.print(metrics_table(model_metrics(runner.spark)))
+            metrics = model_metrics(runner.spark)
+            out.print(metrics_table(metrics))
+            consumed = consumption_table(metrics)  # how far each aggregate holds its upstreams' runs
+            if consumed is not None:
+                out.print(consumed)
             for line in silent_tests(runner.spark, runner.dbt):  # a guard that keeps the test quiet whatever the volume
                 out.print(line, markup=False, highlight=False)
             drift = watermark_drift(runner.dbt, runner.spark)
