@@ -203,13 +203,18 @@
         {{ return(rows) }}
     {% endif %}
     {#- a sum over nulls, an extreme gone: those scope keys recomputed from the upstream table -#}
+    {#- (a null scope key among them: `is null`, an `in` matches no null) -#}
     {% set literals = [] %}
-    {% for value in flagged | map(attribute=0) | sort %}
+    {% for value in flagged | map(attribute=0) | reject('none') | sort %}
         {% do literals.append(backfill_safe.sql_literal(value)) %}
     {% endfor %}
-    {% set recomputed = scope_key ~ " in (" ~ literals | join(", ") ~ ")" %}
-    {{ return(rows ~ " and not (" ~ recomputed ~ ")\nunion all\n"
-        ~ backfill_safe.recomputed_rows(declared, body, "(" ~ recomputed ~ ")")) }}
+    {% set terms = [scope_key ~ " in (" ~ literals | join(", ") ~ ")"] if literals else [] %}
+    {% if flagged | map(attribute=0) | select('none') | list %}
+        {% do terms.append(scope_key ~ " is null") %}
+    {% endif %}
+    {% set recomputed = "(" ~ terms | join(" or ") ~ ")" %}
+    {{ return(rows ~ " and not coalesce(" ~ recomputed ~ ", false)\nunion all\n"
+        ~ backfill_safe.recomputed_rows(declared, body, recomputed)) }}
 {% endmacro %}
 
 
@@ -274,6 +279,11 @@
             ~ "remove additive to recompute the groups the changes reach") }}
     {% endif %}
     {% set rows, extremes = [], {} %}
+    {% set aggregates = ['sum', 'count', 'min', 'max', 'avg', 'mean', 'first', 'last',
+                         'any_value', 'collect_set', 'collect_list', 'count_if', 'median',
+                         'percentile', 'percentile_approx', 'approx_count_distinct', 'stddev',
+                         'variance', 'max_by', 'min_by', 'bool_and', 'bool_or', 'every', 'some',
+                         'array_agg', 'mode'] %}
     {% for column in backfill_safe.column_names(this) if column != declared.unique_key %}
         {% set found = re.search("(?is)" ~ item ~ re.escape(column) ~ "\\b", body) %}
         {% set function = (found.group(1) | lower) if found else none %}
@@ -290,15 +300,17 @@
             {% endif %}
         {% elif function in ['min', 'max'] %}
             {% do extremes.update({column: function}) %}
-        {% elif function in ['sum', 'count', 'avg', 'mean', 'first', 'last',
-                             'any_value', 'collect_set', 'collect_list', 'count_if', 'median',
-                             'percentile', 'percentile_approx', 'approx_count_distinct',
-                             'stddev', 'variance', 'max_by', 'min_by', 'bool_and', 'bool_or',
-                             'every', 'some', 'array_agg', 'mode'] %}
+        {% elif function in aggregates or (found and re.search(
+                "(?i)\\b(" ~ aggregates | join("|") ~ ")\\s*\\(", found.group(3))) %}
             {{ exceptions.raise_compiler_error(where ~ ": column '" ~ column ~ "' is an aggregate "
                 ~ "a delta cannot maintain (" ~ found.group(0) ~ "): list it in additive if it "
-                ~ "is a sum or count (min and max are kept), or remove additive to recompute "
-                ~ "the groups the changes reach") }}
+                ~ "is a sum or count (min and max are kept, as the whole item), or remove "
+                ~ "additive to recompute the groups the changes reach") }}
+        {% elif not found and re.search("(?is)\\b(" ~ aggregates | join("|") ~ ")\\s*\\("
+                ~ nested.text ~ "\\)\\s+" ~ re.escape(column) ~ "\\s*(,|\\bfrom\\b)", body) %}
+            {{ exceptions.raise_compiler_error(where ~ ": column '" ~ column ~ "' is named "
+                ~ "without `as` after an aggregate in the select: write `<expression> as "
+                ~ column ~ "`, so that what computes it can be checked") }}
         {% endif %}
     {% endfor %}
     {% if not rows %}
@@ -352,12 +364,29 @@
     {% if upstream_key is none %}
         {{ return(none) }}
     {% endif %}
-    {% set bare = re.sub("(?s)/\\*.*?\\*/", " ", re.sub("--[^\\n]*", "", body)) %}
+    {#- comments dropped, left to right, so that a quote in a comment or a comment's mark in a
+        string literal is what it is; `words`: the select with its literals emptied -#}
+    {% set kept = namespace(text="", at=0) %}
+    {% for found in re.finditer("(?s)('(?:[^'\\\\]|\\\\.|'')*')|--[^\\n]*|/\\*.*?\\*/", body) %}
+        {% set kept.text = kept.text ~ body[kept.at:found.start()]
+            ~ (found.group(1) if found.group(1) else " ") %}
+        {% set kept.at = found.end() %}
+    {% endfor %}
+    {% set bare = kept.text ~ body[kept.at:] %}
+    {% set words = re.sub("'(?:[^'\\\\]|\\\\.|'')*'", "''", bare) %}
+    {#- (a literal that reads `select` or `group by` too: not rewritten) -#}
     {% if re.findall("(?i)\\bselect\\b", bare) | length != 1
         or re.findall("(?i)\\bgroup\\s+by\\b", bare) | length != 1
-        or re.search("(?i)\\bselect\\s+(distinct|all)\\b", bare) %}
+        or re.search("(?i)\\bselect\\s+(distinct|all)\\b", words) %}
         {{ return(none) }}
     {% endif %}
+    {#- a grouping by position or `group by all` would change meaning with a column added -#}
+    {% set grouping = re.split("(?i)\\b(having|order|limit|window|qualify|cluster|distribute|sort)"
+        ~ "\\b", re.split("(?i)\\bgroup\\s+by\\b", words)[1])[0] %}
+    {% for item in grouping.split(",") if item | trim | lower == 'all'
+        or re.fullmatch("\\d+", item | trim) %}
+        {{ return(none) }}
+    {% endfor %}
     {% set row = backfill_safe.upstream_alias(bare, upstream.relation).name ~ "."
         ~ upstream_key %}
     {% set bare = re.sub("(?i)\\bselect\\b", "select " ~ row ~ " as _upstream_key,", bare,
@@ -534,9 +563,23 @@
     {% endif %}
     {% do backfill_safe.invocation_store('consumption_marks').update({this.identifier:
         backfill_safe.consumption_mark_text(position)}) %}
+    {% do backfill_safe.mark_without_rows('select') %}
+{% endmacro %}
+
+
+{#- After the main statement of a run of a model maintained by deltas that read change records
+    but merged nothing (`merge`, the statement it sent: no MERGE), its table marked all the same
+    (an empty append staged under the mark and published): its data holds those records, and its
+    next run, finding nothing since, is idle instead of reading them again. Nothing when the run
+    merged or has no mark to publish. -#}
+{% macro mark_without_rows(merge) %}
+    {% set mark = backfill_safe.invocation_store('consumption_marks').get(this.identifier) %}
+    {% if mark is none or (merge | trim | lower).startswith(('merge', 'insert')) %}
+        {{ return(none) }}
+    {% endif %}
     {% set empty = "insert into " ~ this ~ " select * from " ~ this ~ " where false" %}
     {% do backfill_safe.consumption_stamp('before', empty) %}
-    {% call statement('mark_full_build', fetch_result=false) %}
+    {% call statement('mark_without_rows', fetch_result=false) %}
         {{ empty }}
     {% endcall %}
     {% do backfill_safe.consumption_stamp('after', empty) %}

@@ -125,6 +125,7 @@
             {{ merge }}
         {%- endcall -%}
         {%- do backfill_safe.consumption_stamp('after', merge) -%}
+        {%- do backfill_safe.mark_without_rows(merge) -%}
     {%- endif -%}
     {#- a mart's current state, when the framework keeps it: its select, unscoped -#}
     {%- set current_state_view = backfill_safe.maintain_current_state(compiled_code) -%}

@@ -12,7 +12,7 @@ import pytest
 
 from domains import RIDES as RIDES_DOMAIN
 from domains import SHOP, SHOP_AGGREGATES, stale_aggregates
-from helpers import Warehouse, order, trip
+from helpers import Warehouse, last_invocation_statements, order, trip
 
 RIDES = RIDES_DOMAIN.select
 AGG = "marts.agg_daily_city_trips"
@@ -160,11 +160,24 @@ def test_first_and_last_dates_move_by_the_changes_and_a_removed_extreme_is_recom
         dates.append((str(row.first_order_date), str(row.last_order_date)))
         return tables_read(wh, "agg_customer_orders")
 
+    def mark() -> str:
+        [row] = wh.rows(f"select s.summary['wap.id'] as mark from {customers}.refs as r join {customers}.snapshots"
+                        " as s on s.snapshot_id = r.snapshot_id where r.name = 'main'")
+        return row.mark or ""
+
     dates: list[tuple[str, str]] = []
+    built_mark = mark()
     # the last order corrected, its date kept: the last date still held, nothing recomputed
     wh.land(orders=[order(2, "2025-01-10 10:00", "2025-01-10 11:00", status="shipped")])
     read = run_and_read()
     assert not any(t.endswith("fct_orders") for t in read), read
+    # nothing moved, and the table is marked all the same: a run with nothing landed since is
+    # idle (one statement finds nothing since the mark; its main statement reads and writes nothing)
+    assert mark().startswith(MARK) and mark() != built_mark
+    wh.dbt_run(*SHOP.select, "+agg_customer_orders")
+    sent = [s.split("*/", 1)[-1].split("\x1b")[0].strip() for s in last_invocation_statements()
+            if '"node_id": "model.backfill_safe.agg_customer_orders"' in s]
+    assert len(sent) == 2 and sent[0].startswith("with marks as") and "nothing to merge" in sent[1], sent
     # a new last order, and an order moved before the first: both dates move by the images alone
     wh.land(orders=[order(4, "2025-01-12 09:00", "2025-01-10 12:00"),
                     order(3, "2025-01-01 09:00", "2025-01-10 12:00")])
