@@ -30,8 +30,7 @@
     recomputes. `plan`: the run_plan; `body`: the model's select (flagged_rows). -#}
 {% macro additive_deltas(plan, body) %}
     {% set declared = plan.declared %}
-    {% if not declared.additive or plan.window is not none or plan.dual_run_model is not none
-        or plan.explaining %}
+    {% if not backfill_safe.maintained_by_deltas(plan) %}
         {{ return(none) }}
     {% endif %}
     {% set upstream = declared.scope.models[0] %}
@@ -215,6 +214,15 @@
     {% set recomputed = "(" ~ terms | join(" or ") ~ ")" %}
     {{ return(rows ~ " and not coalesce(" ~ recomputed ~ ", false)\nunion all\n"
         ~ backfill_safe.recomputed_rows(declared, body, recomputed)) }}
+{% endmacro %}
+
+
+{#- True when this run (`plan`: the run_plan) of the model is one its deltas keep: the model
+    declares `additive` and the run is a daily or full run of its own table (not a backfill's
+    window, a dual run's scratch build, nor `pipeline explain`). -#}
+{% macro maintained_by_deltas(plan) %}
+    {{ return(plan.declared is not none and plan.declared.additive | length > 0
+        and plan.window is none and plan.dual_run_model is none and not plan.explaining) }}
 {% endmacro %}
 
 
@@ -475,8 +483,7 @@
     when it has, none when it cannot tell by its mark (not such a model or run, no valid mark:
     the caller probes the records since its last run). -#}
 {% macro nothing_since_mark(plan) %}
-    {% if not plan.declared.additive or plan.window is not none or plan.dual_run_model is not none
-        or plan.explaining %}
+    {% if not backfill_safe.maintained_by_deltas(plan) %}
         {{ return(none) }}
     {% endif %}
     {% set batches = backfill_safe.delta_batches(plan.declared.scope.models[0]) %}
@@ -548,8 +555,7 @@
     a backfill's or a dual run's build, or an upstream that recorded nothing yet. -#}
 {% macro mark_full_build() %}
     {% set plan = backfill_safe.run_plan() %}
-    {% if not plan.declared.additive or plan.window is not none or plan.explaining
-        or plan.dual_run_model is not none %}
+    {% if not backfill_safe.maintained_by_deltas(plan) %}
         {{ return(none) }}
     {% endif %}
     {% set upstream = plan.declared.scope.models[0] %}

@@ -31,6 +31,12 @@ class IncrementalModel:
     upstream_columns: tuple[tuple[str, str], ...] = ()
 
     @property
+    def change_records(self) -> str:
+        """control.<its table>__changes: what its runs changed, for the models that read it (macro
+        model_changes_relation)."""
+        return f"control.{self.relation.split('.')[1]}__changes"
+
+    @property
     def over_models(self) -> bool:
         """Scoped by what its upstream models' runs recorded, not by landed versions."""
         return bool(self.upstream_models)

@@ -157,8 +157,7 @@ def consumption(spark: Sql, models, present: set[str]) -> dict[str, tuple[Consum
         "select model_name, cast(max(started_at) as string) from control.run_records where status = 'success'"
         f" and window_start is null and model_name in ({names}) group by model_name").collect()}
     pairs = [(m, upstream) for m in over for upstream in m.upstream_models
-             if upstream in by_name and f"control.{by_name[upstream].relation.split('.')[1]}__changes".lower()
-             in present]
+             if upstream in by_name and by_name[upstream].change_records.lower() in present]
     held = {}
     selects = []
     for m, upstream in pairs:
@@ -169,7 +168,7 @@ def consumption(spark: Sql, models, present: set[str]) -> dict[str, tuple[Consum
             f" max_by(case when _run_started_at <= {bound} then _invocation_id end,"
             f" case when _run_started_at <= {bound} then _run_started_at end),"
             f" count(distinct case when _run_started_at > {bound} then _invocation_id end)"
-            f" from control.{by_name[upstream].relation.split('.')[1]}__changes")
+            f" from {by_name[upstream].change_records}")
     for query in united(selects, COUNTED_TOGETHER):
         held.update({(r[0], r[1]): (r[2], r[3], int(r[4])) for r in spark.sql(query).collect()})
     invocations = sorted({i for _, i, _ in held.values() if i and _UUID.fullmatch(i)})
