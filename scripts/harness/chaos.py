@@ -347,7 +347,7 @@ class _Child:
     def recover(self) -> str:
         """Finish what a killed process left; say what that was."""
         from pipeline.backfill.control import Control
-        from pipeline.backfill.runner import BackfillRefused
+        from pipeline.backfill.plan import BackfillRefused
 
         pending = self._read("chaos_pending.json")
         if pending is None:

@@ -26,9 +26,9 @@ from domains import SHOP_AGGREGATES, SHOP_FACTS, SHOP_ONLY, stale_aggregates
 from helpers import SHOP_MARTS, Checkpoint, Warehouse, item, order
 from pipeline import cli, iceberg
 from pipeline.backfill import plan_file
-from pipeline.backfill.plan import PlanError
 from pipeline.backfill.control import Control
-from pipeline.backfill.runner import Backfill, BackfillRefused
+from pipeline.backfill.plan import BackfillRefused, PlanError
+from pipeline.backfill.runner import Backfill
 from sample.generate import GeneratorConfig, generate
 from pipeline.land import land
 
@@ -291,7 +291,7 @@ def test_a_backfill_pauses_for_the_fresh_data_and_resumes_on_the_tables_the_dail
     change kept. A pause asked by the daily job (`pipeline backfill --pause`) is taken at the next
     boundary; one asked before the run started is not its own."""
     from pipeline.backfill.plan import parse_daily_span
-    from pipeline.backfill.runner import request_pause
+    from pipeline.backfill.lane import request_pause
 
     lane = runner(built)
     lane.not_during = parse_daily_span("05:00-07:30", "--not-during")
@@ -747,7 +747,7 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
         return sorted(r.tableName for r in built.rows("show tables in control like 'restate_audit_*'"))
 
     [held_audit] = held_audits()
-    assert backfill._held_audit == f"control.{held_audit}"
+    assert backfill.restatement.held_audit == f"control.{held_audit}"
     # the facts the audit lists, and the aggregates over them
     assert sorted(m.name for m in plan.models) == [
         "agg_customer_orders", "agg_daily_revenue", "fct_order_item", "fct_orders"]
@@ -801,7 +801,7 @@ def test_restate_lists_rows_late_beyond_the_window_and_backfills_only_their_date
     assert held_audits() == [held_audit]
     planned = plan_file.load(plan)
     late_keys = {model: sorted(r.unique_key for r in built.rows(  # as the test's own held audit has them
-        f"select distinct unique_key from {backfill._held_audit} where model_name = '{model}'"))
+        f"select distinct unique_key from {backfill.restatement.held_audit} where model_name = '{model}'"))
         for model in ("fct_order_item", "fct_orders")}
     assert planned["kind"] == "restate" and planned["scope"]["late_keys"] == [
         {"model": "fct_order_item", "problem": "stale", "keys": 3, "dates": "2025-01-01 .. 2025-01-01",

@@ -115,7 +115,7 @@ def test_parallel_windows_are_capped_and_refused_on_the_embedded_target_before_s
 
 
 def test_windows_at_once_only_for_models_that_write_and_read_their_own_dates():
-    from pipeline.backfill.runner import split_parallel
+    from pipeline.backfill.parallel import split_parallel
     from pipeline.manifest import IncrementalModel
 
     def model(name: str, event_date: str = "d", upstream: tuple[str, ...] = (), key: str | None = None):

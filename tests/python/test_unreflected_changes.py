@@ -205,7 +205,7 @@ def test_a_backfill_window_given_by_hand_is_refused_naming_the_var(base: Warehou
 
 def test_a_declared_model_without_its_table_or_missing_from_the_audit_is_named_and_restate_refuses_it(
         base: Warehouse):
-    from pipeline.backfill.runner import BackfillRefused
+    from pipeline.backfill.plan import BackfillRefused
 
     def audit() -> list[tuple[str, str]]:
         base.spark.sql("refresh table audit.audit_unreflected_changes")  # replaced by dbt since read

@@ -3,7 +3,7 @@ window are restated by `pipeline restate` (the scheduled deep restatement); olde
 until someone signs them off (`pipeline signoff`), then the next restatement restates them.
 
 The audit view flags each row `beyond_restatement_window` (macro restatement_window_days gives
-each declared model's window); a restatement holds the view's rows once (Backfill._hold_audit,
+each declared model's window); a restatement holds the view's rows once (Restatement._hold_audit,
 held_select below) with `held_back`: beyond the window and not covered by an unspent sign-off.
 A sign-off covers the keys it lists (control.restatement_signoffs) until a restatement that used
 it is published (control.restatement_signoff_uses, backfill_runs).

@@ -6,6 +6,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pipeline.manifest import IncrementalModel
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _SPAN = re.compile(r"([01]\d|2[0-3]):([0-5]\d)-([01]\d|2[0-3]):([0-5]\d)")
@@ -16,6 +20,10 @@ MAX_REASON = 500
 
 class PlanError(ValueError):
     """An argument that cannot be used; the message names it."""
+
+
+class BackfillRefused(RuntimeError):
+    """The backfill cannot start, resume, publish or roll back; the message says what to do."""
 
 
 def parse_date(text: str, argument: str) -> date:
@@ -142,3 +150,20 @@ def windows_for_dates(dates: list[date], batch_days: int, max_batch_days: int) -
         if day is not None:
             run_start = previous = day
     return result
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A backfill's scope: its [start, end) event dates in windows, and the models it runs (the
+    ones selected and every incremental model downstream of them)."""
+    start: date
+    end: date
+    batch_days: int
+    selection: str
+    models: list[IncrementalModel]
+    windows: list[Window]
+    # a restatement's: the (sign-off id, model) pairs whose signed-off keys it restates, and the
+    # event dates of the late rows it holds beyond their restatement window (its gate leaves
+    # them out: backfill_gate_dates)
+    signoffs: tuple[tuple[str, str], ...] = ()
+    held_dates: tuple[date, ...] = ()

@@ -26,7 +26,7 @@ _rebuild = click.option("--rebuild-downstream", is_flag=True,
 
 def _refusals():
     from pipeline.backfill.plan import PlanError
-    from pipeline.backfill.runner import BackfillRefused
+    from pipeline.backfill.plan import BackfillRefused
 
     return PlanError, BackfillRefused
 
@@ -45,7 +45,7 @@ _parallel = click.option("--parallel", type=int, default=1, show_default=True, m
 
 def _checked_parallel(parallel: int) -> int:
     """--parallel, checked before Spark or dbt starts."""
-    from pipeline.backfill.runner import check_parallel
+    from pipeline.backfill.parallel import check_parallel
     from pipeline.engine import uses_session
 
     check_parallel(parallel, uses_session())
@@ -129,7 +129,7 @@ def register(group: click.Group) -> None:
             raise PlanError("give either --start/--end (a new backfill), --resume RUN_ID, --retry-failed RUN_ID, "
                             "--abandon RUN_ID or --pause")
         if pause:
-            from pipeline.backfill.runner import request_pause
+            from pipeline.backfill.lane import request_pause
             from pipeline.spark import holder
 
             path = request_pause(f"pipeline backfill --pause, process {os.getpid()}")
@@ -472,7 +472,7 @@ def _check_plans(out, files) -> int:
 
 
 def _stale(path, differences: list[str]):
-    from pipeline.backfill.runner import BackfillRefused
+    from pipeline.backfill.plan import BackfillRefused
 
     return BackfillRefused(f"{path} is stale: a plan made now differs from it, so nothing ran:\n"
                            + "\n".join(f"  {line}" for line in differences)
@@ -497,7 +497,7 @@ def _var_ceiling() -> int | None:
 def _within_ceiling(runner, out, restatement, reason: str, ceiling: int, approved_by: str | None) -> str:
     """The reason to record: refused (BackfillRefused) over the ceiling unless approved, then
     with the approval in it."""
-    from pipeline.backfill.runner import BackfillRefused
+    from pipeline.backfill.plan import BackfillRefused
 
     partitions = runner.partitions_rewritten(restatement)
     if partitions <= ceiling:
