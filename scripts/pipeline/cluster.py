@@ -264,29 +264,10 @@ def start(
                    "scratch/operation_logs"):
         (cdir / folder).mkdir(parents=True, exist_ok=True)
     with _start_lock(cdir):
-        running = info(state_dir)
-        if running is not None:
-            raise ClusterRunning(
-                f"a cluster of {cdir} is already running (master {running.master_url}, Thrift Server "
-                f"{running.thrift_host}:{running.thrift_port}); stop it first: bash scripts/cluster.sh stop")
-        strays = _tagged_pids(cdir)
-        if strays:
-            raise ClusterRunning(
-                f"processes of an earlier cluster of {cdir} still run (pids {sorted(strays)}); "
-                "stop them first: bash scripts/cluster.sh stop")
+        _refuse_running(cdir, state_dir)
         (cdir / STATE_FILE).unlink(missing_ok=True)  # stale: none of its processes runs
-
         conf = server_conf(cdir)
-        jar = Path(conf.pop("spark.jars"))
-        if not jar.is_file():
-            raise ClusterError(f"Iceberg runtime jar not found at {jar}: run bash scripts/bootstrap.sh")
-        from pipeline.spark import class_path
-
-        classes = class_path(conf)
-        conf.pop("spark.driver.extraClassPath")
-        for entry in classes:
-            if not entry.is_file():
-                raise ClusterError(f"the framework's JVM classes not found at {entry}: run bash scripts/bootstrap.sh")
+        jar, classes = _server_jars(conf)
         if thrift_port is None:
             thrift_port = DEFAULT_THRIFT_PORT if _port_is_free(DEFAULT_THRIFT_PORT) else free_port()
         elif not _port_is_free(thrift_port):
@@ -307,35 +288,73 @@ def start(
         conf["spark.executor.memory"] = executor_memory
         launcher = _Launcher(state, _environment(cdir), timeout)
         try:
-            launcher.run("master", "bin/spark-class", "org.apache.spark.deploy.master.Master",
-                         "--host", HOST, "--port", str(master_port), "--webui-port", str(state.master_ui_port))
-            launcher.wait_for("master", lambda: _answers(state.master_ui_port),
-                              f"the master's web UI {state.master_ui_url} did not answer")
-            for number, ui_port in enumerate(state.worker_ui_ports, start=1):
-                launcher.run(f"worker-{number}", "bin/spark-class", "org.apache.spark.deploy.worker.Worker",
-                             "--host", HOST, "--webui-port", str(ui_port), "--cores", "1",
-                             "--memory", worker_memory, "--work-dir", str(cdir / "work" / f"worker-{number}"),
-                             state.master_url)
-            launcher.run("thriftserver", "bin/spark-submit", "--master", state.master_url,
-                         "--name", "backfill_safe thrift server", "--class", THRIFT_SERVER,
-                         "--jars", str(jar), "--driver-class-path", os.pathsep.join(dict.fromkeys([str(jar), *map(str, classes)])),
-                         "--driver-memory", driver_memory,
-                         *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
-                         "spark-internal",
-                         "--hiveconf", f"hive.server2.thrift.bind.host={HOST}",
-                         "--hiveconf", f"hive.server2.thrift.port={thrift_port}",
-                         "--hiveconf", f"hive.exec.scratchdir={cdir / 'scratch' / 'hdfs'}",
-                         "--hiveconf", f"hive.exec.local.scratchdir={cdir / 'scratch' / 'local'}",
-                         "--hiveconf", f"hive.downloaded.resources.dir={cdir / 'scratch' / 'resources'}",
-                         "--hiveconf", f"hive.server2.logging.operation.log.location={cdir / 'scratch' / 'operation_logs'}")
-            launcher.wait_for("worker-1", lambda: len(alive_worker_ids(state)) >= workers,
-                              f"the {workers} workers did not all register with the master")
-            launcher.wait_for("thriftserver", lambda: _answers(thrift_port),
-                              f"the Thrift Server did not answer on {HOST}:{thrift_port}")
+            _launch(launcher, state, cdir, conf, jar, classes, workers, worker_memory, driver_memory)
         except BaseException:
             stop(state_dir)
             raise
         return launcher.state
+
+
+def _refuse_running(cdir: Path, state_dir: Path | None) -> None:
+    """Refused (ClusterRunning) when this state folder's cluster, or a process of an earlier one,
+    still runs."""
+    running = info(state_dir)
+    if running is not None:
+        raise ClusterRunning(
+            f"a cluster of {cdir} is already running (master {running.master_url}, Thrift Server "
+            f"{running.thrift_host}:{running.thrift_port}); stop it first: bash scripts/cluster.sh stop")
+    strays = _tagged_pids(cdir)
+    if strays:
+        raise ClusterRunning(
+            f"processes of an earlier cluster of {cdir} still run (pids {sorted(strays)}); "
+            "stop them first: bash scripts/cluster.sh stop")
+
+
+def _server_jars(conf: dict[str, str]) -> tuple[Path, list[Path]]:
+    """The Iceberg runtime jar and the framework's JVM classes the Thrift Server loads (taken out
+    of `conf`: spark-submit gets them as --jars and --driver-class-path), each checked present."""
+    from pipeline.spark import class_path
+
+    jar = Path(conf.pop("spark.jars"))
+    if not jar.is_file():
+        raise ClusterError(f"Iceberg runtime jar not found at {jar}: run bash scripts/bootstrap.sh")
+    classes = class_path(conf)
+    conf.pop("spark.driver.extraClassPath")
+    for entry in classes:
+        if not entry.is_file():
+            raise ClusterError(f"the framework's JVM classes not found at {entry}: run bash scripts/bootstrap.sh")
+    return jar, classes
+
+
+def _launch(launcher: _Launcher, state: ClusterInfo, cdir: Path, conf: dict[str, str], jar: Path,
+            classes: list[Path], workers: int, worker_memory: str, driver_memory: str) -> None:
+    """Master, workers and Thrift Server started, each waited for (its UI or port answers)."""
+    master_port, thrift_port = state.master_port, state.thrift_port
+    launcher.run("master", "bin/spark-class", "org.apache.spark.deploy.master.Master",
+                 "--host", HOST, "--port", str(master_port), "--webui-port", str(state.master_ui_port))
+    launcher.wait_for("master", lambda: _answers(state.master_ui_port),
+                      f"the master's web UI {state.master_ui_url} did not answer")
+    for number, ui_port in enumerate(state.worker_ui_ports, start=1):
+        launcher.run(f"worker-{number}", "bin/spark-class", "org.apache.spark.deploy.worker.Worker",
+                     "--host", HOST, "--webui-port", str(ui_port), "--cores", "1",
+                     "--memory", worker_memory, "--work-dir", str(cdir / "work" / f"worker-{number}"),
+                     state.master_url)
+    launcher.run("thriftserver", "bin/spark-submit", "--master", state.master_url,
+                 "--name", "backfill_safe thrift server", "--class", THRIFT_SERVER,
+                 "--jars", str(jar), "--driver-class-path", os.pathsep.join(dict.fromkeys([str(jar), *map(str, classes)])),
+                 "--driver-memory", driver_memory,
+                 *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
+                 "spark-internal",
+                 "--hiveconf", f"hive.server2.thrift.bind.host={HOST}",
+                 "--hiveconf", f"hive.server2.thrift.port={thrift_port}",
+                 "--hiveconf", f"hive.exec.scratchdir={cdir / 'scratch' / 'hdfs'}",
+                 "--hiveconf", f"hive.exec.local.scratchdir={cdir / 'scratch' / 'local'}",
+                 "--hiveconf", f"hive.downloaded.resources.dir={cdir / 'scratch' / 'resources'}",
+                 "--hiveconf", f"hive.server2.logging.operation.log.location={cdir / 'scratch' / 'operation_logs'}")
+    launcher.wait_for("worker-1", lambda: len(alive_worker_ids(state)) >= workers,
+                      f"the {workers} workers did not all register with the master")
+    launcher.wait_for("thriftserver", lambda: _answers(thrift_port),
+                      f"the Thrift Server did not answer on {HOST}:{thrift_port}")
 
 
 def stop(state_dir: Path | None = None, *, grace: float = 20.0) -> list[int]:
