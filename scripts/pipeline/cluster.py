@@ -200,24 +200,25 @@ def server_conf(cdir: Path) -> dict[str, str]:
     # path (spark.driver.extraClassPath, passed by `start` with the Iceberg jar): record_scans
     # reads the scan figures of the server's statements through its ScanLog class
     conf.pop("spark.hadoop.fs.file.impl", None)
-    conf.update({
-        "spark.sql.warehouse.dir": str(cdir / "warehouse"),
-        "spark.hadoop.javax.jdo.option.ConnectionURL":
-            f"jdbc:derby:;databaseName={cdir / 'metastore_db'};create=true",
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={cdir} {TAG}{cdir}",
-        "spark.executor.extraJavaOptions": f"{TAG}{cdir}",
-        "spark.driver.host": HOST,
-        "spark.driver.bindAddress": HOST,
-        # the REST API (/api/v1/applications/<id>/executors) of the Thrift Server's application
-        "spark.ui.enabled": "true",
-        # one single-core executor per worker, on both workers
-        "spark.executor.cores": "1",
-        "spark.cores.max": "2",
-        # many sessions (dbt's, the runner's, its checkpoint thread's) commit to and read the
-        # same tables: a session must see the others' commits at once, not a cached snapshot
-        # of up to 30 s ago (measured: a second session kept reading the old snapshot)
-        "spark.sql.catalog.spark_catalog.cache-enabled": "false",
-    })
+    conf.update(
+        {
+            "spark.sql.warehouse.dir": str(cdir / "warehouse"),
+            "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={cdir / 'metastore_db'};create=true",
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={cdir} {TAG}{cdir}",
+            "spark.executor.extraJavaOptions": f"{TAG}{cdir}",
+            "spark.driver.host": HOST,
+            "spark.driver.bindAddress": HOST,
+            # the REST API (/api/v1/applications/<id>/executors) of the Thrift Server's application
+            "spark.ui.enabled": "true",
+            # one single-core executor per worker, on both workers
+            "spark.executor.cores": "1",
+            "spark.cores.max": "2",
+            # many sessions (dbt's, the runner's, its checkpoint thread's) commit to and read the
+            # same tables: a session must see the others' commits at once, not a cached snapshot
+            # of up to 30 s ago (measured: a second session kept reading the old snapshot)
+            "spark.sql.catalog.spark_catalog.cache-enabled": "false",
+        }
+    )
     return conf
 
 
@@ -260,8 +261,16 @@ def start(
     process exits or the whole start takes more than `timeout` seconds; a failed start stops
     what it started."""
     cdir = cluster_dir(state_dir)
-    for folder in ("logs", "work", "local", "conf", "scratch/hdfs", "scratch/local", "scratch/resources",
-                   "scratch/operation_logs"):
+    for folder in (
+        "logs",
+        "work",
+        "local",
+        "conf",
+        "scratch/hdfs",
+        "scratch/local",
+        "scratch/resources",
+        "scratch/operation_logs",
+    ):
         (cdir / folder).mkdir(parents=True, exist_ok=True)
     with _start_lock(cdir):
         _refuse_running(cdir, state_dir)
@@ -302,12 +311,14 @@ def _refuse_running(cdir: Path, state_dir: Path | None) -> None:
     if running is not None:
         raise ClusterRunning(
             f"a cluster of {cdir} is already running (master {running.master_url}, Thrift Server "
-            f"{running.thrift_host}:{running.thrift_port}); stop it first: bash scripts/cluster.sh stop")
+            f"{running.thrift_host}:{running.thrift_port}); stop it first: bash scripts/cluster.sh stop"
+        )
     strays = _tagged_pids(cdir)
     if strays:
         raise ClusterRunning(
             f"processes of an earlier cluster of {cdir} still run (pids {sorted(strays)}); "
-            "stop them first: bash scripts/cluster.sh stop")
+            "stop them first: bash scripts/cluster.sh stop"
+        )
 
 
 def _server_jars(conf: dict[str, str]) -> tuple[Path, list[Path]]:
@@ -326,35 +337,88 @@ def _server_jars(conf: dict[str, str]) -> tuple[Path, list[Path]]:
     return jar, classes
 
 
-def _launch(launcher: _Launcher, state: ClusterInfo, cdir: Path, conf: dict[str, str], jar: Path,
-            classes: list[Path], workers: int, worker_memory: str, driver_memory: str) -> None:
+def _launch(
+    launcher: _Launcher,
+    state: ClusterInfo,
+    cdir: Path,
+    conf: dict[str, str],
+    jar: Path,
+    classes: list[Path],
+    workers: int,
+    worker_memory: str,
+    driver_memory: str,
+) -> None:
     """Master, workers and Thrift Server started, each waited for (its UI or port answers)."""
     master_port, thrift_port = state.master_port, state.thrift_port
-    launcher.run("master", "bin/spark-class", "org.apache.spark.deploy.master.Master",
-                 "--host", HOST, "--port", str(master_port), "--webui-port", str(state.master_ui_port))
-    launcher.wait_for("master", lambda: _answers(state.master_ui_port),
-                      f"the master's web UI {state.master_ui_url} did not answer")
+    launcher.run(
+        "master",
+        "bin/spark-class",
+        "org.apache.spark.deploy.master.Master",
+        "--host",
+        HOST,
+        "--port",
+        str(master_port),
+        "--webui-port",
+        str(state.master_ui_port),
+    )
+    launcher.wait_for(
+        "master", lambda: _answers(state.master_ui_port), f"the master's web UI {state.master_ui_url} did not answer"
+    )
     for number, ui_port in enumerate(state.worker_ui_ports, start=1):
-        launcher.run(f"worker-{number}", "bin/spark-class", "org.apache.spark.deploy.worker.Worker",
-                     "--host", HOST, "--webui-port", str(ui_port), "--cores", "1",
-                     "--memory", worker_memory, "--work-dir", str(cdir / "work" / f"worker-{number}"),
-                     state.master_url)
-    launcher.run("thriftserver", "bin/spark-submit", "--master", state.master_url,
-                 "--name", "backfill_safe thrift server", "--class", THRIFT_SERVER,
-                 "--jars", str(jar), "--driver-class-path", os.pathsep.join(dict.fromkeys([str(jar), *map(str, classes)])),
-                 "--driver-memory", driver_memory,
-                 *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
-                 "spark-internal",
-                 "--hiveconf", f"hive.server2.thrift.bind.host={HOST}",
-                 "--hiveconf", f"hive.server2.thrift.port={thrift_port}",
-                 "--hiveconf", f"hive.exec.scratchdir={cdir / 'scratch' / 'hdfs'}",
-                 "--hiveconf", f"hive.exec.local.scratchdir={cdir / 'scratch' / 'local'}",
-                 "--hiveconf", f"hive.downloaded.resources.dir={cdir / 'scratch' / 'resources'}",
-                 "--hiveconf", f"hive.server2.logging.operation.log.location={cdir / 'scratch' / 'operation_logs'}")
-    launcher.wait_for("worker-1", lambda: len(alive_worker_ids(state)) >= workers,
-                      f"the {workers} workers did not all register with the master")
-    launcher.wait_for("thriftserver", lambda: _answers(thrift_port),
-                      f"the Thrift Server did not answer on {HOST}:{thrift_port}")
+        launcher.run(
+            f"worker-{number}",
+            "bin/spark-class",
+            "org.apache.spark.deploy.worker.Worker",
+            "--host",
+            HOST,
+            "--webui-port",
+            str(ui_port),
+            "--cores",
+            "1",
+            "--memory",
+            worker_memory,
+            "--work-dir",
+            str(cdir / "work" / f"worker-{number}"),
+            state.master_url,
+        )
+    launcher.run(
+        "thriftserver",
+        "bin/spark-submit",
+        "--master",
+        state.master_url,
+        "--name",
+        "backfill_safe thrift server",
+        "--class",
+        THRIFT_SERVER,
+        "--jars",
+        str(jar),
+        "--driver-class-path",
+        os.pathsep.join(dict.fromkeys([str(jar), *map(str, classes)])),
+        "--driver-memory",
+        driver_memory,
+        *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
+        "spark-internal",
+        "--hiveconf",
+        f"hive.server2.thrift.bind.host={HOST}",
+        "--hiveconf",
+        f"hive.server2.thrift.port={thrift_port}",
+        "--hiveconf",
+        f"hive.exec.scratchdir={cdir / 'scratch' / 'hdfs'}",
+        "--hiveconf",
+        f"hive.exec.local.scratchdir={cdir / 'scratch' / 'local'}",
+        "--hiveconf",
+        f"hive.downloaded.resources.dir={cdir / 'scratch' / 'resources'}",
+        "--hiveconf",
+        f"hive.server2.logging.operation.log.location={cdir / 'scratch' / 'operation_logs'}",
+    )
+    launcher.wait_for(
+        "worker-1",
+        lambda: len(alive_worker_ids(state)) >= workers,
+        f"the {workers} workers did not all register with the master",
+    )
+    launcher.wait_for(
+        "thriftserver", lambda: _answers(thrift_port), f"the Thrift Server did not answer on {HOST}:{thrift_port}"
+    )
 
 
 def stop(state_dir: Path | None = None, *, grace: float = 20.0) -> list[int]:
@@ -414,7 +478,9 @@ def topology(state_dir: Path | None = None) -> Topology:
     assert isinstance(listed, list)
     executors = tuple(
         Executor(e["id"], e["hostPort"], where.get((app_id, e["id"])), e["totalTasks"], e["completedTasks"])
-        for e in listed if e["id"] != "driver")
+        for e in listed
+        if e["id"] != "driver"
+    )
     return Topology(tuple(workers), app_id, executors)
 
 
@@ -437,12 +503,19 @@ class _Launcher:
         cdir = Path(self.state.cluster_dir)
         log = cdir / "logs" / f"{name}.log"
         with log.open("wb") as out:
-            process = subprocess.Popen([str(self.home / program), *args], cwd=cdir, env=self.env,
-                                       stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                       start_new_session=True)
+            process = subprocess.Popen(
+                [str(self.home / program), *args],
+                cwd=cdir,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         self.processes[name] = process
-        self.state = replace(self.state, pids={**self.state.pids, name: process.pid},
-                             logs={**self.state.logs, name: str(log)})
+        self.state = replace(
+            self.state, pids={**self.state.pids, name: process.pid}, logs={**self.state.logs, name: str(log)}
+        )
         _save(self.state)
 
     def wait_for(self, name: str, ready: Callable[[], bool], failure: str) -> None:
@@ -450,28 +523,39 @@ class _Launcher:
         while not ready():
             for other, process in self.processes.items():
                 if process.poll() is not None:
-                    raise ClusterError(f"{other} exited with code {process.returncode} during the start; "
-                                       f"read {self.state.logs[other]}")
+                    raise ClusterError(
+                        f"{other} exited with code {process.returncode} during the start; read {self.state.logs[other]}"
+                    )
             if time.monotonic() > self.deadline:
-                raise ClusterError(f"{failure} within {self.timeout:.0f} s; read {self.state.logs[name]} "
-                                   f"(all logs: {Path(self.state.cluster_dir) / 'logs'})")
+                raise ClusterError(
+                    f"{failure} within {self.timeout:.0f} s; read {self.state.logs[name]} "
+                    f"(all logs: {Path(self.state.cluster_dir) / 'logs'})"
+                )
             time.sleep(1.0)
 
 
 def _environment(cdir: Path) -> dict[str, str]:
     env = dict(os.environ)
-    for name in ("SPARK_CONF_DIR", "SPARK_MASTER_OPTS", "SPARK_WORKER_OPTS", "SPARK_SUBMIT_OPTS", "PYSPARK_SUBMIT_ARGS"):
+    for name in (
+        "SPARK_CONF_DIR",
+        "SPARK_MASTER_OPTS",
+        "SPARK_WORKER_OPTS",
+        "SPARK_SUBMIT_OPTS",
+        "PYSPARK_SUBMIT_ARGS",
+    ):
         env.pop(name, None)
-    env.update({
-        "SPARK_HOME": str(spark_home()),
-        "SPARK_CONF_DIR": str(cdir / "conf"),  # empty: nothing from another Spark's configuration
-        "SPARK_LOCAL_IP": HOST,  # RPC and web UIs bind to loopback only
-        "SPARK_LOCAL_HOSTNAME": HOST,  # and advertise it (URLs in /json/ and the UIs)
-        "SPARK_PUBLIC_DNS": HOST,
-        "SPARK_LOCAL_DIRS": str(cdir / "local"),
-        "SPARK_DAEMON_MEMORY": "512m",  # master and worker daemons
-        "SPARK_DAEMON_JAVA_OPTS": f"{TAG}{cdir}",
-    })
+    env.update(
+        {
+            "SPARK_HOME": str(spark_home()),
+            "SPARK_CONF_DIR": str(cdir / "conf"),  # empty: nothing from another Spark's configuration
+            "SPARK_LOCAL_IP": HOST,  # RPC and web UIs bind to loopback only
+            "SPARK_LOCAL_HOSTNAME": HOST,  # and advertise it (URLs in /json/ and the UIs)
+            "SPARK_PUBLIC_DNS": HOST,
+            "SPARK_LOCAL_DIRS": str(cdir / "local"),
+            "SPARK_DAEMON_MEMORY": "512m",  # master and worker daemons
+            "SPARK_DAEMON_JAVA_OPTS": f"{TAG}{cdir}",
+        }
+    )
     return env
 
 

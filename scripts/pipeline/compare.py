@@ -51,8 +51,7 @@ class Comparison:
         return json.dumps({**asdict(self), "equal": self.equal}, default=str, indent=2)
 
 
-def compare(spark: Sql, dbt: Dbt, model: str, scratch_schema: str = "dual_run",
-            keep: bool = False) -> Comparison:
+def compare(spark: Sql, dbt: Dbt, model: str, scratch_schema: str = "dual_run", keep: bool = False) -> Comparison:
     if not _SCHEMA.fullmatch(scratch_schema):
         raise CompareError(f"--scratch-schema {scratch_schema!r} is not a schema name (lowercase letters, digits, _)")
     dbt.invoke("parse")
@@ -75,7 +74,8 @@ def compare(spark: Sql, dbt: Dbt, model: str, scratch_schema: str = "dual_run",
         raise CompareError(
             f"the project's generate_schema_name puts the dual run's build of {model} in {routed}, not in "
             f"{scratch_schema}: make it return backfill_safe.dual_run_schema(node) first when that is not none "
-            "(docs/guides/adopt-the-framework.md); nothing was built")
+            "(docs/guides/adopt-the-framework.md); nothing was built"
+        )
     spark.sql(f"create schema if not exists {scratch_schema}")
     try:
         dbt.invoke("run", "--select", model, "--full-refresh", "--vars", dual_run_vars)
@@ -92,22 +92,39 @@ def diff(spark: Sql, model: str, incremental: str, full_refresh: str, key: str) 
     columns = [c for c in spark.table(full_refresh).columns if c != key]
     missing_columns = sorted(set(columns) ^ (set(spark.table(incremental).columns) - {key}))
     if missing_columns:
-        raise CompareError(f"{incremental} and {full_refresh} have different columns: {', '.join(missing_columns)}; "
-                           "the model changed since the table was built: rebuild it with --full-refresh")
+        raise CompareError(
+            f"{incremental} and {full_refresh} have different columns: {', '.join(missing_columns)}; "
+            "the model changed since the table was built: rebuild it with --full-refresh"
+        )
     differs = [f"not (f.`{c}` <=> i.`{c}`)" for c in columns]
-    state = (f"case when i.`{key}` is null then 'missing' when f.`{key}` is null then 'extra' "
-             f"when {' or '.join(differs) or 'false'} then 'modified' else 'identical' end")
-    joined = (f"select coalesce(f.`{key}`, i.`{key}`) as k, {state} as state, "
-              + ", ".join(f"({d}) as `m_{c}`" for c, d in zip(columns, differs))
-              + f" from {full_refresh} as f full outer join {incremental} as i on f.`{key}` = i.`{key}`")
-    counts = ", ".join([f"count_if(state = '{s}') as {s}" for s in ("identical", "modified", "missing", "extra")]
-                       + [f"count_if(state = 'modified' and `m_{c}`) as `m_{c}`" for c in columns]
-                       + [f"slice(sort_array(collect_list(case when state = '{s}' then cast(k as string) end)), 1, {SAMPLE})"
-                          f" as sample_{s}" for s in ("modified", "missing", "extra")])
+    state = (
+        f"case when i.`{key}` is null then 'missing' when f.`{key}` is null then 'extra' "
+        f"when {' or '.join(differs) or 'false'} then 'modified' else 'identical' end"
+    )
+    joined = (
+        f"select coalesce(f.`{key}`, i.`{key}`) as k, {state} as state, "
+        + ", ".join(f"({d}) as `m_{c}`" for c, d in zip(columns, differs))
+        + f" from {full_refresh} as f full outer join {incremental} as i on f.`{key}` = i.`{key}`"
+    )
+    counts = ", ".join(
+        [f"count_if(state = '{s}') as {s}" for s in ("identical", "modified", "missing", "extra")]
+        + [f"count_if(state = 'modified' and `m_{c}`) as `m_{c}`" for c in columns]
+        + [
+            f"slice(sort_array(collect_list(case when state = '{s}' then cast(k as string) end)), 1, {SAMPLE})"
+            f" as sample_{s}"
+            for s in ("modified", "missing", "extra")
+        ]
+    )
     row = spark.sql(f"select {counts} from ({joined})").collect()[0]
     return Comparison(
-        model=model, incremental_table=incremental, full_refresh_table=full_refresh, unique_key=key,
-        identical=row.identical, modified=row.modified, missing=row.missing, extra=row.extra,
+        model=model,
+        incremental_table=incremental,
+        full_refresh_table=full_refresh,
+        unique_key=key,
+        identical=row.identical,
+        modified=row.modified,
+        missing=row.missing,
+        extra=row.extra,
         column_mismatches={c: row[f"m_{c}"] for c in columns if row[f"m_{c}"]},
         sample_keys={s: list(row[f"sample_{s}"]) for s in ("modified", "missing", "extra") if row[f"sample_{s}"]},
     )

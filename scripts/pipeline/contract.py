@@ -47,10 +47,14 @@ DELETED_FLAG = "is_deleted"
 QUARANTINE_KINDS = ("not_null", "non_negative", "reject_if")
 
 _SIMPLE_TYPES: dict[str, pa.DataType] = {
-    "bigint": pa.int64(), "long": pa.int64(),
-    "int": pa.int32(), "integer": pa.int32(),
-    "smallint": pa.int16(), "short": pa.int16(),
-    "tinyint": pa.int8(), "byte": pa.int8(),
+    "bigint": pa.int64(),
+    "long": pa.int64(),
+    "int": pa.int32(),
+    "integer": pa.int32(),
+    "smallint": pa.int16(),
+    "short": pa.int16(),
+    "tinyint": pa.int8(),
+    "byte": pa.int8(),
     "string": pa.string(),
     "timestamp": pa.timestamp("us", tz="UTC"),
     "date": pa.date32(),
@@ -138,10 +142,13 @@ class Contract:
         if len(matches) == 1:
             return matches[0]
         if matches:
-            raise ContractError(f"table {name!r} is landed by several sources; name one of "
-                                f"{sorted(t.qualified_name for t in matches)}")
-        raise ContractError(f"{name!r} is not a landed raw table; expected one of {self.names()} "
-                            "(a source table declares config.meta.backfill_safe in its sources yml)")
+            raise ContractError(
+                f"table {name!r} is landed by several sources; name one of {sorted(t.qualified_name for t in matches)}"
+            )
+        raise ContractError(
+            f"{name!r} is not a landed raw table; expected one of {self.names()} "
+            "(a source table declares config.meta.backfill_safe in its sources yml)"
+        )
 
     def schemas(self) -> list[str]:
         return sorted({t.schema for t in self.tables.values()})
@@ -157,8 +164,10 @@ class Contract:
             table = _raw_table(node, block)
             tables[table.qualified_name] = table
         if not tables:
-            raise ContractError("no source of the dbt project declares a landed raw table: give a source table "
-                                "config.meta.backfill_safe (unique_key, quarantine) in its sources yml")
+            raise ContractError(
+                "no source of the dbt project declares a landed raw table: give a source table "
+                "config.meta.backfill_safe (unique_key, quarantine) in its sources yml"
+            )
         return cls(tables)
 
 
@@ -180,16 +189,20 @@ def _raw_table(node: dict, block: object) -> RawTable:
         if not _IDENTIFIER.fullmatch(name):
             raise ContractError(f"{where}: column {name!r} is not a plain identifier")
         if arrow_type(spark_type) is None:
-            raise ContractError(f"{where}: column {name!r} has data_type {spark_type!r}, which the landing does not "
-                                f"support (one of {sorted(_SIMPLE_TYPES)} or decimal(p,s))")
+            raise ContractError(
+                f"{where}: column {name!r} has data_type {spark_type!r}, which the landing does not "
+                f"support (one of {sorted(_SIMPLE_TYPES)} or decimal(p,s))"
+            )
         declared[name] = spark_type.strip().lower()
     update_column = node.get("loaded_at_field") or (node.get("config") or {}).get("loaded_at_field") or "updated_at"
     required = {update_column: "timestamp", DELETED_FLAG: "boolean", **dict(AUDIT_COLUMNS)}
     for name, spark_type in required.items():
         if name not in declared:
-            raise ContractError(f"{where}: column {name!r} ({spark_type}) is missing; every landed table has its "
-                                f"update time (loaded_at_field), {DELETED_FLAG} and the landing's "
-                                f"{', '.join(n for n, _ in AUDIT_COLUMNS)}")
+            raise ContractError(
+                f"{where}: column {name!r} ({spark_type}) is missing; every landed table has its "
+                f"update time (loaded_at_field), {DELETED_FLAG} and the landing's "
+                f"{', '.join(n for n, _ in AUDIT_COLUMNS)}"
+            )
         if declared[name] != spark_type:
             raise ContractError(f"{where}: column {name!r} must be {spark_type}, not {declared[name]}")
     unique_key = block.get("unique_key")
@@ -203,20 +216,26 @@ def _raw_table(node: dict, block: object) -> RawTable:
     for rule in block.get("quarantine") or []:
         kinds = [k for k in (rule if isinstance(rule, dict) else {}) if k != "reason"]
         if len(kinds) != 1 or kinds[0] not in QUARANTINE_KINDS:
-            raise ContractError(f"{where}: quarantine rule {rule!r} is not one of not_null: COLUMN, "
-                                "non_negative: COLUMN, reject_if: SQL (with reason: TEXT)")
+            raise ContractError(
+                f"{where}: quarantine rule {rule!r} is not one of not_null: COLUMN, "
+                "non_negative: COLUMN, reject_if: SQL (with reason: TEXT)"
+            )
         if kinds[0] == "reject_if":
             if not rule.get("reason"):
                 raise ContractError(f"{where}: quarantine rule {rule!r} needs a reason")
         elif rule[kinds[0]] not in declared:
-            raise ContractError(f"{where}: quarantine rule {kinds[0]} names column {rule[kinds[0]]!r}, "
-                                "which is not declared")
+            raise ContractError(
+                f"{where}: quarantine rule {kinds[0]} names column {rule[kinds[0]]!r}, which is not declared"
+            )
     audit = {name for name, _ in AUDIT_COLUMNS}
     return RawTable(
-        source_name=node["source_name"], name=node["name"], schema=node["schema"],
+        source_name=node["source_name"],
+        name=node["name"],
+        schema=node["schema"],
         identifier=node.get("identifier") or node["name"],
         columns=tuple(Column(n, t) for n, t in declared.items() if n not in audit),
-        unique_key=tuple(unique_key), update_column=update_column,
+        unique_key=tuple(unique_key),
+        update_column=update_column,
     )
 
 

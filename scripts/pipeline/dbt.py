@@ -89,8 +89,14 @@ class Dbt:
         """The project every invocation of this dbt works on: its own (`project_dir`, with its
         target folder), else the tools'."""
         if self._project is not None:
-            return ["--project-dir", str(self._project), "--profiles-dir", str(paths.PROFILES_DIR),
-                    "--target-path", str(self._project / "target")]
+            return [
+                "--project-dir",
+                str(self._project),
+                "--profiles-dir",
+                str(paths.PROFILES_DIR),
+                "--target-path",
+                str(self._project / "target"),
+            ]
         return ["--project-dir", str(paths.PROJECT_DIR), "--profiles-dir", str(paths.PROFILES_DIR)]
 
     def _invoke_runner(self, args: list[str]) -> dbtRunnerResult:
@@ -140,7 +146,11 @@ class Dbt:
         if result.exception is not None:
             raise DbtError(command, [], result.exception)
         nodes = _node_results(result)
-        failures = [f"{n.name}: {n.status}" + (f" ({n.message})" if n.message else "") for n in nodes if n.status in FAILED_STATUSES]
+        failures = [
+            f"{n.name}: {n.status}" + (f" ({n.message})" if n.message else "")
+            for n in nodes
+            if n.status in FAILED_STATUSES
+        ]
         if check and (failures or not result.success):
             raise DbtError(command, failures)
         return nodes
@@ -153,7 +163,7 @@ class Dbt:
 
         def catch(event) -> None:
             if event.info.name in ("JinjaLogInfo", "JinjaLogWarning") and event.data.msg.startswith(prefix):
-                caught.append(event.data.msg[len(prefix):])
+                caught.append(event.data.msg[len(prefix) :])
 
         callbacks = self._runner.callbacks
         self._runner.callbacks = [*(callbacks or []), catch]
@@ -181,10 +191,16 @@ class Dbt:
             status, latest, age = str(item.status), getattr(item, "max_loaded_at", None), getattr(item, "age", None)
             if latest is not None and latest.replace(tzinfo=None) == datetime.min:
                 status, latest, age = NOTHING_LANDED, None, None
-            found.append(Freshness(
-                source=f"{item.node.source_name}.{item.node.name}", status=status, max_loaded_at=latest, age_seconds=age,
-                warn_after_seconds=_threshold_seconds(item.node, "warn_after"),
-                error_after_seconds=_threshold_seconds(item.node, "error_after")))
+            found.append(
+                Freshness(
+                    source=f"{item.node.source_name}.{item.node.name}",
+                    status=status,
+                    max_loaded_at=latest,
+                    age_seconds=age,
+                    warn_after_seconds=_threshold_seconds(item.node, "warn_after"),
+                    error_after_seconds=_threshold_seconds(item.node, "error_after"),
+                )
+            )
         return sorted(found, key=lambda f: f.source)
 
     def show(self, inline: str) -> list[dict]:
@@ -309,18 +325,20 @@ def _node_results(result: dbtRunnerResult) -> list[NodeResult]:
         node = getattr(item, "node", None)
         if node is None:  # run-operation's result has no node
             continue
-        nodes.append(NodeResult(
-            unique_id=node.unique_id,
-            name=node.name,
-            resource_type=str(node.resource_type),
-            status=str(item.status),
-            failures=getattr(item, "failures", None),
-            message=item.message,
-            execution_time=float(getattr(item, "execution_time", 0.0) or 0.0),
-            attached_node=getattr(node, "attached_node", None),
-            generic_test=getattr(getattr(node, "test_metadata", None), "name", None),
-            compiled_code=getattr(node, "compiled_code", None),
-        ))
+        nodes.append(
+            NodeResult(
+                unique_id=node.unique_id,
+                name=node.name,
+                resource_type=str(node.resource_type),
+                status=str(item.status),
+                failures=getattr(item, "failures", None),
+                message=item.message,
+                execution_time=float(getattr(item, "execution_time", 0.0) or 0.0),
+                attached_node=getattr(node, "attached_node", None),
+                generic_test=getattr(getattr(node, "test_metadata", None), "name", None),
+                compiled_code=getattr(node, "compiled_code", None),
+            )
+        )
     return nodes
 
 
@@ -328,8 +346,16 @@ def parse_project() -> None:
     """`dbt parse` into the target folder, without starting Spark (parsing opens no connection):
     for what reads the project's declarations only (the landing contract, contract.load)."""
     paths.export_environment()
-    command = ["--quiet", "--log-path", str(paths.state_dir() / "logs"), "parse",
-               "--project-dir", str(paths.PROJECT_DIR), "--profiles-dir", str(paths.PROFILES_DIR)]
+    command = [
+        "--quiet",
+        "--log-path",
+        str(paths.state_dir() / "logs"),
+        "parse",
+        "--project-dir",
+        str(paths.PROJECT_DIR),
+        "--profiles-dir",
+        str(paths.PROFILES_DIR),
+    ]
     result: dbtRunnerResult = dbtRunner().invoke(command)
     if result.exception is not None or not result.success:
         raise DbtError(["parse"], [], result.exception)

@@ -43,7 +43,7 @@ def united(selects: list[str], size: int) -> list[str]:
     """`selects` (each a whole select) united `size` a query: a read of many models that one query
     would plan all at once, whose planning grows faster than the plan (issue 81: 200 models' audits
     ran the driver out of memory, 5 a query took 48 s where 20 a query took 60)."""
-    return [" union all ".join(selects[at:at + size]) for at in range(0, len(selects), size)]
+    return [" union all ".join(selects[at : at + size]) for at in range(0, len(selects), size)]
 
 
 def collected_at_once(spark: Sql, queries: list[str], readers: int = 2) -> list[Row]:

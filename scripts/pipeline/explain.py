@@ -57,6 +57,7 @@ class PlannedScan:
 class ReadRan:
     """What the explain read, for real, of one table to find the model's scope and stage its
     select: what the run reads of it before its MERGE."""
+
     table: str
     role: str
     scans: int
@@ -106,8 +107,9 @@ def resolve(names: list[str]) -> dict:
     models = {m.name: m for m in incremental_models()}
     for name in names:
         if name not in models:
-            raise ExplainError(f"{name} is not an incremental model of the framework's kind "
-                               f"(those are: {', '.join(sorted(models))})")
+            raise ExplainError(
+                f"{name} is not an incremental model of the framework's kind (those are: {', '.join(sorted(models))})"
+            )
     return {name: models[name] for name in names}
 
 
@@ -116,10 +118,13 @@ def explain(engine: Sql, dbt, names: list[str]) -> list[Explanation]:
     models = resolve(names)
     for name, model in models.items():
         if not engine.catalog.tableExists(model.relation):
-            raise ExplainError(f"{name} has no table {model.relation} yet: its next run is a full build, "
-                               "which reads every row of its inputs")
+            raise ExplainError(
+                f"{name} has no table {model.relation} yet: its next run is a full build, "
+                "which reads every row of its inputs"
+            )
     _, lines = dbt.invoke_logging(
-        _LOG_PREFIX, "run", "--select", " ".join(models), "--vars", json.dumps({"explain_next_run": True}))
+        _LOG_PREFIX, "run", "--select", " ".join(models), "--vars", json.dumps({"explain_next_run": True})
+    )
     records = [json.loads(line) for line in lines]
     totals: dict[str, tuple[int | None, int | None]] = {}
 
@@ -143,25 +148,49 @@ def explain(engine: Sql, dbt, names: list[str]) -> list[Explanation]:
                 if not _TABLE.fullmatch(table):  # a metadata table or a path: not a table of the warehouse
                     continue
                 table_files, table_partitions = table_totals(table) if scan["iceberg"] else (None, None)
-                scans.append(PlannedScan(
-                    statement=record["statement"], table=table,
-                    role="target" if table == model.relation else "source",
-                    data_files=scan["data_files"], delete_files=scan["delete_files"], bytes=scan["bytes"],
-                    partitioned=scan["partitioned"], partitions=tuple(scan["partitions"]),
-                    filters=scan["filters"], runtime_filters=scan["runtime_filters"],
-                    table_data_files=table_files, table_partitions=table_partitions))
+                scans.append(
+                    PlannedScan(
+                        statement=record["statement"],
+                        table=table,
+                        role="target" if table == model.relation else "source",
+                        data_files=scan["data_files"],
+                        delete_files=scan["delete_files"],
+                        bytes=scan["bytes"],
+                        partitioned=scan["partitioned"],
+                        partitions=tuple(scan["partitions"]),
+                        filters=scan["filters"],
+                        runtime_filters=scan["runtime_filters"],
+                        table_data_files=table_files,
+                        table_partitions=table_partitions,
+                    )
+                )
         reads = []
         for figures in sorted((r for r in ran if r["model"] == name), key=lambda r: r["table"]):
             table = figures["table"]
             table_files, table_partitions = table_totals(table) if figures["iceberg"] else (None, None)
-            reads.append(ReadRan(
-                table=table, role="target" if table == model.relation else "source", scans=figures["scans"],
-                data_files=figures["planned"], largest_scan_files=figures["largest"], rows=figures["rows"],
-                filters=tuple(figures["filters"]), table_data_files=table_files, table_partitions=table_partitions))
-        explained.append(Explanation(
-            model=name, relation=model.relation,
-            statements=tuple((r["statement"], r["detail"]) for r in mine), scans=tuple(scans),
-            ran=tuple(reads), ran_unknown=ran_unknown))
+            reads.append(
+                ReadRan(
+                    table=table,
+                    role="target" if table == model.relation else "source",
+                    scans=figures["scans"],
+                    data_files=figures["planned"],
+                    largest_scan_files=figures["largest"],
+                    rows=figures["rows"],
+                    filters=tuple(figures["filters"]),
+                    table_data_files=table_files,
+                    table_partitions=table_partitions,
+                )
+            )
+        explained.append(
+            Explanation(
+                model=name,
+                relation=model.relation,
+                statements=tuple((r["statement"], r["detail"]) for r in mine),
+                scans=tuple(scans),
+                ran=tuple(reads),
+                ran_unknown=ran_unknown,
+            )
+        )
     return explained
 
 

@@ -38,7 +38,8 @@ def audited_models(spark: Sql, audit: str) -> set[str]:
     top = _properties(spark, audit)
     parts = [p for p in (top.get("backfill_safe.audit_parts") or "").split(",") if p]
     listed = [top.get("backfill_safe.audited_models") or ""] + [
-        _properties(spark, part).get("backfill_safe.audited_models") or "" for part in parts]
+        _properties(spark, part).get("backfill_safe.audited_models") or "" for part in parts
+    ]
     return {name for names in listed for name in names.split(",") if name}
 
 
@@ -96,8 +97,10 @@ def branch_head(spark: Sql, table: str, branch: str) -> int | None:
     """The snapshot a branch of a table points at; None if the branch (or table) does not exist.
     One statement on the embedded engine (the runner and the tests ask it hundreds of times)."""
     try:
-        rows = spark.sql(f"select snapshot_id from {refreshed(spark, table)}.refs where name = :b and type = 'BRANCH'",
-                         args={"b": branch}).collect()
+        rows = spark.sql(
+            f"select snapshot_id from {refreshed(spark, table)}.refs where name = :b and type = 'BRANCH'",
+            args={"b": branch},
+        ).collect()
     except Exception as error:  # noqa: BLE001 - either engine's error type; anything else re-raised
         if _not_found(error):
             return None
@@ -115,7 +118,10 @@ def operations_since(spark: Sql, table: str, snapshot_id: int | None) -> list[st
     there, None if `snapshot_id` is not an ancestor of main (main was reset past it, or it expired).
     A `replace` is a compaction (rewrite_data_files): same rows, other files."""
     table = refreshed(spark, table)
-    by_id = {row.snapshot_id: row for row in spark.sql(f"select snapshot_id, parent_id, operation from {table}.snapshots").collect()}
+    by_id = {
+        row.snapshot_id: row
+        for row in spark.sql(f"select snapshot_id, parent_id, operation from {table}.snapshots").collect()
+    }
     cursor, operations = current_snapshot_id(spark, table), []
     while cursor is not None and cursor in by_id:
         if cursor == snapshot_id:
@@ -152,8 +158,11 @@ class Change:
 # counts the old file's deletes again among the added (`added-position-deletes` 2 and
 # `removed-position-deletes` 1 for one row deleted; issue 78: a restatement of one row printed
 # -2), so the removed deletes are subtracted: each figure is a pair (added, removed).
-DELETED_FIGURES = (("deleted-records", None), ("added-position-deletes", "removed-position-deletes"),
-                   ("added-equality-deletes", "removed-equality-deletes"))
+DELETED_FIGURES = (
+    ("deleted-records", None),
+    ("added-position-deletes", "removed-position-deletes"),
+    ("added-equality-deletes", "removed-equality-deletes"),
+)
 
 
 def deleted_records(summary: dict) -> int:
@@ -186,7 +195,7 @@ def change_since(spark: Sql, table: str, since: int | None, key: str) -> Change:
         return Change(0, 0, 0, 0, 0, 0, 0)
     snapshots = spark.sql(f"select snapshot_id, summary from {table}.snapshots order by committed_at").collect()
     ids = [row.snapshot_id for row in snapshots]
-    after = snapshots[ids.index(since) + 1:] if since in ids else snapshots
+    after = snapshots[ids.index(since) + 1 :] if since in ids else snapshots
     total = lambda name: sum(int(row.summary.get(name, 0) or 0) for row in after)  # noqa: E731
     removed = sum(deleted_records(row.summary) for row in after)
     if since is None:
@@ -219,5 +228,9 @@ def watermarks(spark: Sql, control_schema: str = "control") -> dict[str, object]
     if not table_exists(spark, table):
         return {}
     # a pipeline whose sources held no loadable row yet has a row without a watermark
-    return {row.pipeline_name: row.watermark_ts for row in spark.sql(
-        f"select pipeline_name, watermark_ts from {table} where watermark_ts is not null").collect()}
+    return {
+        row.pipeline_name: row.watermark_ts
+        for row in spark.sql(
+            f"select pipeline_name, watermark_ts from {table} where watermark_ts is not null"
+        ).collect()
+    }

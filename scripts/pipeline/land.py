@@ -54,9 +54,11 @@ class LandingConflict(RuntimeError):
 # MERGE's runtime file filtering found a commit newer than its scan; or the append's MERGE read
 # the file's rows committed after its check (its matched clause meets every source row of the
 # file: Spark refuses the MERGE)
-_CONFLICT = re.compile(r"ValidationException|CommitFailedException|[Ff]ound conflicting"
-                       r"|Runtime file filtering is not possible: the table has been concurrently modified"
-                       r"|MERGE_CARDINALITY_VIOLATION")
+_CONFLICT = re.compile(
+    r"ValidationException|CommitFailedException|[Ff]ound conflicting"
+    r"|Runtime file filtering is not possible: the table has been concurrently modified"
+    r"|MERGE_CARDINALITY_VIOLATION"
+)
 CONFLICT_ATTEMPTS = 5  # a landing tries a refused commit again this many times, then fails
 T = TypeVar("T")
 
@@ -90,9 +92,11 @@ def table_for(path: Path, contract: Contract) -> RawTable:
     if len(longest) == 1:
         return longest[0]
     if longest:
-        raise LandingError(f"{path}: table {longest[0].name!r} is landed by several sources; name the file "
-                           f"<source>__<table> (e.g. {longest[0].source_name}__{longest[0].name}.parquet) "
-                           "or pass --table source.table")
+        raise LandingError(
+            f"{path}: table {longest[0].name!r} is landed by several sources; name the file "
+            f"<source>__<table> (e.g. {longest[0].source_name}__{longest[0].name}.parquet) "
+            "or pass --table source.table"
+        )
     raise LandingError(
         f"{path}: cannot tell the raw table from the file name; name it after one of "
         f"{contract.names()} (e.g. {contract.names()[0]}.parquet) or pass --table"
@@ -136,6 +140,7 @@ def _compatible(expected: pa.DataType, actual: pa.DataType) -> bool:
 class CheckedFile:
     """A file that satisfies the contract: its rows, and the Parquet file whose columns have the
     contract's exact types that the append reads (the file itself, or a staged copy)."""
+
     path: Path
     table: RawTable
     rows: int
@@ -190,8 +195,10 @@ def check(path: Path, table: RawTable, stage: bool = False) -> CheckedFile:
         pq.write_table(exact, staged)
     except OSError as exc:
         _remove_staged(staged)
-        raise LandingError(f"{path}: cannot write its validated rows beside it, in {staged.parent.name}/, for "
-                           f"the append to read ({exc}); land it from a folder the landing can write to") from exc
+        raise LandingError(
+            f"{path}: cannot write its validated rows beside it, in {staged.parent.name}/, for "
+            f"the append to read ({exc}); land it from a folder the landing can write to"
+        ) from exc
     return CheckedFile(path, table, exact.num_rows, staged)
 
 
@@ -206,7 +213,7 @@ def _remove_orphaned_staging(folder: Path) -> None:
     may still be writing it (a landing folder on shared storage, read by a Thrift Server)."""
     prefix = _staging_prefix()
     for leftover in folder.glob(f"{glob_escape(prefix)}*"):
-        pid = leftover.name[len(prefix):]
+        pid = leftover.name[len(prefix) :]
         if pid.isdigit() and int(pid) != os.getpid() and not _process_alive(int(pid)):
             shutil.rmtree(leftover, ignore_errors=True)
 
@@ -241,8 +248,9 @@ def _in_contract_types(path: Path, table: RawTable, parsed: pa.Table) -> pa.Tabl
             if pa.types.is_decimal(field.type):
                 _check_precision(columns[-1], field.type)
         except (pa.ArrowException, ValueError) as exc:
-            raise LandingError(f"{path}: column {field.name!r} has a value that does not fit "
-                               f"{table.relation}'s {field.type} ({exc})") from exc
+            raise LandingError(
+                f"{path}: column {field.name!r} has a value that does not fit {table.relation}'s {field.type} ({exc})"
+            ) from exc
     return pa.Table.from_arrays(columns, schema=table.arrow_schema())
 
 
@@ -281,8 +289,9 @@ def _read_csv(path: Path, table: RawTable) -> pa.Table:
         return pa_csv.read_csv(
             path,
             parse_options=pa_csv.ParseOptions(newlines_in_values=True),
-            convert_options=pa_csv.ConvertOptions(column_types=types, strings_can_be_null=True,
-                                                  null_values=[""], quoted_strings_can_be_null=False),
+            convert_options=pa_csv.ConvertOptions(
+                column_types=types, strings_can_be_null=True, null_values=[""], quoted_strings_can_be_null=False
+            ),
         )
     except pa.ArrowInvalid as exc:
         message = str(exc)
@@ -292,8 +301,9 @@ def _read_csv(path: Path, table: RawTable) -> pa.Table:
             if "UTF8" in message:
                 raise LandingError(f"{path}: column {column!r} has a value that is not UTF-8 ({message})") from exc
             raise LandingError(f"{path}: column {column!r} has a value that does not parse ({message})") from exc
-        raise LandingError(f"{path}: malformed CSV, a row does not match the header's {len(names)} columns "
-                           f"({message})") from exc
+        raise LandingError(
+            f"{path}: malformed CSV, a row does not match the header's {len(names)} columns ({message})"
+        ) from exc
     except (pa.ArrowException, OSError) as exc:
         raise LandingError(f"{path}: not a readable CSV file ({exc})") from exc
 
@@ -310,9 +320,11 @@ def ensure_raw_tables(spark: Sql, contract: Contract) -> None:
         spark.sql(table.create_table_sql())
     spark.sql("create schema if not exists control")
     # the landing's log, for the count check landed = loaded + quarantined (a data test)
-    spark.sql(f"create table if not exists {LANDED_FILES} (table_name string, source_file string,"
-              " file_rows bigint, landed_at timestamp) using iceberg tblproperties ('format-version' = '2',"
-              f" '{LANDED_FILES_METRICS}' = 'full')")
+    spark.sql(
+        f"create table if not exists {LANDED_FILES} (table_name string, source_file string,"
+        " file_rows bigint, landed_at timestamp) using iceberg tblproperties ('format-version' = '2',"
+        f" '{LANDED_FILES_METRICS}' = 'full')"
+    )
 
 
 def _keep_metrics_whole(spark: Sql, relation: str, key: str) -> None:
@@ -339,19 +351,24 @@ def _log_landed(spark: Sql, files: list[tuple[str, Path, int]], exclusive: bool 
         spark.sql(f"insert into {LANDED_FILES} values {', '.join(rows)}", args=args)
         return 0
     paths = ", ".join(f":f{n}" for n in range(len(files)))
-    _, refused = _retried(lambda: spark.sql(
-        f"merge into {LANDED_FILES} as logged using (select * from values {', '.join(rows)}"
-        " as batch(table_name, source_file, file_rows, landed_at)) as batch"
-        # the batch's paths, a filter of the log alone: Iceberg validates the commit against the
-        # entries logged meanwhile for these paths only (the log's path metrics are whole,
-        # LANDED_FILES_METRICS), so landings of other files at once do not refuse it
-        f" on logged.source_file in ({paths})"
-        " and logged.table_name = batch.table_name and logged.source_file = batch.source_file"
-        # never taken for a file logged before the MERGE read the table (it is not in the
-        # batch): the clause makes the MERGE a row-level write, which Iceberg validates
-        # against the files logged meanwhile (an insert-only MERGE is a plain append)
-        " when matched then update set logged.landed_at = logged.landed_at"
-        " when not matched then insert *", args=args), f"the landing log {LANDED_FILES}")
+    _, refused = _retried(
+        lambda: spark.sql(
+            f"merge into {LANDED_FILES} as logged using (select * from values {', '.join(rows)}"
+            " as batch(table_name, source_file, file_rows, landed_at)) as batch"
+            # the batch's paths, a filter of the log alone: Iceberg validates the commit against the
+            # entries logged meanwhile for these paths only (the log's path metrics are whole,
+            # LANDED_FILES_METRICS), so landings of other files at once do not refuse it
+            f" on logged.source_file in ({paths})"
+            " and logged.table_name = batch.table_name and logged.source_file = batch.source_file"
+            # never taken for a file logged before the MERGE read the table (it is not in the
+            # batch): the clause makes the MERGE a row-level write, which Iceberg validates
+            # against the files logged meanwhile (an insert-only MERGE is a plain append)
+            " when matched then update set logged.landed_at = logged.landed_at"
+            " when not matched then insert *",
+            args=args,
+        ),
+        f"the landing log {LANDED_FILES}",
+    )
     return refused
 
 
@@ -365,8 +382,9 @@ def _retried(commit: Callable[[], T], what: str) -> tuple[T, int]:
             if not _CONFLICT.search(str(error)):
                 raise
             if attempt == CONFLICT_ATTEMPTS:
-                raise LandingConflict(f"{what}: refused {attempt} times by concurrent commits, the last: "
-                                      f"{str(error)[:500]}") from error
+                raise LandingConflict(
+                    f"{what}: refused {attempt} times by concurrent commits, the last: {str(error)[:500]}"
+                ) from error
 
 
 def _append(spark: Sql, checked: CheckedFile, exclusive: bool = True) -> None:
@@ -379,30 +397,34 @@ def _append(spark: Sql, checked: CheckedFile, exclusive: bool = True) -> None:
     # the files' calendar is the proleptic Gregorian one (Arrow, pandas, Spark 3 and the staged
     # copies write it; a file Spark 2 wrote says so in its metadata, which Spark follows): read
     # times before 1900 as they are written, where Spark's default refuses the whole file
-    spark.sql("create or replace temporary view landing_file using parquet"
-              f" options (path {literal(str(checked.read_path))}, datetimeRebaseMode 'CORRECTED',"
-              " int96RebaseMode 'CORRECTED')")
+    spark.sql(
+        "create or replace temporary view landing_file using parquet"
+        f" options (path {literal(str(checked.read_path))}, datetimeRebaseMode 'CORRECTED',"
+        " int96RebaseMode 'CORRECTED')"
+    )
     try:
         casts = ", ".join(f"cast({c.name} as {c.spark_type}) as {c.name}" for c in columns)
         rows = f"select {casts}, current_timestamp() as _loaded_at, :f as _source_file from landing_file"
         if exclusive:
             spark.sql(f"insert into {checked.table.relation} {rows}", args={"f": str(checked.path)})
             return
-        spark.sql(f"merge into {checked.table.relation} as landed using ({rows}) as file"
-                  " on landed._source_file = :f and landed._source_file = file._source_file"
-                  # taken only when another landing committed the file after the check (then
-                  # Spark refuses the MERGE, several source rows meeting each row: _CONFLICT);
-                  # it makes the MERGE a row-level write, validated against the rows of this file
-                  # committed meanwhile (its target filter, _source_file = the file, is the
-                  # conflict filter)
-                  " when matched then update set landed._loaded_at = landed._loaded_at"
-                  " when not matched then insert *", args={"f": str(checked.path)})
+        spark.sql(
+            f"merge into {checked.table.relation} as landed using ({rows}) as file"
+            " on landed._source_file = :f and landed._source_file = file._source_file"
+            # taken only when another landing committed the file after the check (then
+            # Spark refuses the MERGE, several source rows meeting each row: _CONFLICT);
+            # it makes the MERGE a row-level write, validated against the rows of this file
+            # committed meanwhile (its target filter, _source_file = the file, is the
+            # conflict filter)
+            " when matched then update set landed._loaded_at = landed._loaded_at"
+            " when not matched then insert *",
+            args={"f": str(checked.path)},
+        )
     finally:
         spark.sql("drop view if exists landing_file")
 
 
-def land(spark: Sql, files: list[Path], table: str | None = None, contract: Contract | None = None
-         ) -> list[LandedFile]:
+def land(spark: Sql, files: list[Path], table: str | None = None, contract: Contract | None = None) -> list[LandedFile]:
     """Validate every file, then append each one; nothing is appended if any file is invalid.
     `table` (table or source.table) lands every file there; else each file's name tells.
     `contract` defaults to the one of the project's manifest (contract.load)."""
@@ -410,8 +432,9 @@ def land(spark: Sql, files: list[Path], table: str | None = None, contract: Cont
         contract = contract or contracts.load()
         target = contract.table(table) if table is not None else None
     except ContractError as error:
-        raise LandingError(f"--table {table!r}: {error}" if table is not None and "landed raw table" in str(error)
-                           else str(error)) from error
+        raise LandingError(
+            f"--table {table!r}: {error}" if table is not None and "landed raw table" in str(error) else str(error)
+        ) from error
     planned: list[CheckedFile] = []
     files = [Path(path).resolve() for path in files]
     for folder in {path.parent for path in files if path.parent.is_dir()}:
@@ -436,8 +459,10 @@ def _append_all(spark: Sql, contract: Contract, planned: list[CheckedFile]) -> l
     for checked in planned:
         # refused because another landing committed to the table meanwhile: look again (the
         # file is landed now if it was the other's too)
-        once, refused = _retried(lambda checked=checked: _append_once(spark, checked, unlogged, exclusive),
-                                 f"{checked.path}: its append to {checked.table.relation}")
+        once, refused = _retried(
+            lambda checked=checked: _append_once(spark, checked, unlogged, exclusive),
+            f"{checked.path}: its append to {checked.table.relation}",
+        )
         landed.append(replace(once, refused=refused))
     # after the appends: a crash in between leaves files unlogged, and landing them again logs them
     log_refused = _log_landed(spark, unlogged, exclusive)
@@ -445,16 +470,19 @@ def _append_all(spark: Sql, contract: Contract, planned: list[CheckedFile]) -> l
     return [replace(f, refused=f.refused + log_refused) if f.path in logged else f for f in landed]
 
 
-def _append_once(spark: Sql, checked: CheckedFile, unlogged: list[tuple[str, Path, int]], exclusive: bool
-                 ) -> LandedFile:
+def _append_once(
+    spark: Sql, checked: CheckedFile, unlogged: list[tuple[str, Path, int]], exclusive: bool
+) -> LandedFile:
     path, raw, rows = checked.path, checked.table, checked.rows
     already = spark.sql(
         f"select 1 from {raw.relation} where _source_file = :f limit 1", args={"f": str(path)}
     ).collect()
     if already:
         # a crash between the append and its log entry leaves the file unlogged: log it now
-        logged = spark.sql(f"select 1 from {LANDED_FILES} where table_name in (:q, :t) and source_file = :f"
-                           " limit 1", args={"q": raw.qualified_name, "t": raw.name, "f": str(path)}).collect()
+        logged = spark.sql(
+            f"select 1 from {LANDED_FILES} where table_name in (:q, :t) and source_file = :f limit 1",
+            args={"q": raw.qualified_name, "t": raw.name, "f": str(path)},
+        ).collect()
         if not logged:
             unlogged.append((raw.qualified_name, path, rows))
         return LandedFile(path, raw.qualified_name, raw.relation, 0, skipped=True)

@@ -84,8 +84,12 @@ def change_record_tables(spark: Sql) -> list[str]:
     return [t for t in iceberg_tables(spark, (_CONTROL,)) if t.endswith(_CHANGES_SUFFIX)]
 
 
-def expire_change_records(spark: Sql, keep: timedelta = timedelta(days=7), now: datetime | None = None,
-                          reader_margin: timedelta = _READER_MARGIN) -> list[ChangeRecordsExpiry]:
+def expire_change_records(
+    spark: Sql,
+    keep: timedelta = timedelta(days=7),
+    now: datetime | None = None,
+    reader_margin: timedelta = _READER_MARGIN,
+) -> list[ChangeRecordsExpiry]:
     """Delete the change records no reader will read again: older than `keep` and than every
     reader's last run (control.etl_watermark's last_run_started_at) less `reader_margin`. The
     readers come from the project's manifest (scope.changes naming the model); a table whose
@@ -98,17 +102,22 @@ def expire_change_records(spark: Sql, keep: timedelta = timedelta(days=7), now: 
     held, _ = _backfill_holds(spark)
     started: dict[str, datetime] = {}
     if iceberg.table_exists(spark, f"{_CONTROL}.etl_watermark"):
-        started = {r.pipeline_name: r.last_run_started_at for r in spark.sql(
-            f"select pipeline_name, last_run_started_at from {_CONTROL}.etl_watermark"
-            " where last_run_started_at is not null").collect()}
+        started = {
+            r.pipeline_name: r.last_run_started_at
+            for r in spark.sql(
+                f"select pipeline_name, last_run_started_at from {_CONTROL}.etl_watermark"
+                " where last_run_started_at is not null"
+            ).collect()
+        }
     results = []
     for table in change_record_tables(spark):
         model = by_table.get(table.split(".")[1].removesuffix(_CHANGES_SUFFIX))
         readers = tuple(sorted(m.name for m in models if model is not None and model.name in m.upstream_models))
         name = model.name if model else None
         if model is not None and model.relation in held:
-            results.append(ChangeRecordsExpiry(table, name, readers,
-                                               skipped=f"held by running backfill {held[model.relation]}"))
+            results.append(
+                ChangeRecordsExpiry(table, name, readers, skipped=f"held by running backfill {held[model.relation]}")
+            )
             continue
         # naive UTC, as the session (UTC) returns timestamps
         cutoff = ((now or datetime.now(UTC)) - keep).replace(tzinfo=None)
@@ -119,8 +128,9 @@ def expire_change_records(spark: Sql, keep: timedelta = timedelta(days=7), now: 
         [row] = spark.sql(f"select count(*) as n from {table} where {older}").collect()
         if row.n:
             spark.sql(f"delete from {table} where {older}").collect()
-        results.append(ChangeRecordsExpiry(table, name, readers, deleted_records=int(row.n),
-                                           kept_from=cutoff if row.n else None))
+        results.append(
+            ChangeRecordsExpiry(table, name, readers, deleted_records=int(row.n), kept_from=cutoff if row.n else None)
+        )
     return results
 
 
@@ -130,7 +140,9 @@ def _backfill_holds(spark: Sql) -> tuple[dict[str, str], dict[str, tuple[str, in
     is created here."""
     held: dict[str, str] = {}
     reversible: dict[str, tuple[str, int]] = {}
-    if not (iceberg.table_exists(spark, "control.backfill_runs") and iceberg.table_exists(spark, "control.backfill_tables")):
+    if not (
+        iceberg.table_exists(spark, "control.backfill_runs") and iceberg.table_exists(spark, "control.backfill_tables")
+    ):
         return held, reversible
     rows = spark.sql(
         "select runs.run_id, runs.status, tables.table_name, tables.pre_publish_snapshot_id,"
@@ -141,23 +153,32 @@ def _backfill_holds(spark: Sql) -> tuple[dict[str, str], dict[str, tuple[str, in
     for row in rows:
         if row.status in ("running", "paused"):  # a commit to its main would make it run again
             held[row.table_name] = row.run_id
-        elif (row.pre_publish_snapshot_id is not None and row.pre_publish_snapshot_id != row.published_snapshot_id
-              and iceberg.only_compactions_since(spark, row.table_name, row.published_snapshot_id)):
+        elif (
+            row.pre_publish_snapshot_id is not None
+            and row.pre_publish_snapshot_id != row.published_snapshot_id
+            and iceberg.only_compactions_since(spark, row.table_name, row.published_snapshot_id)
+        ):
             reversible[row.table_name] = (row.run_id, row.pre_publish_snapshot_id)
     return held, reversible
 
 
 def _file_counts(spark: Sql, table: str) -> tuple[int, int]:
     """(data files, delete files) of the table's current snapshot."""
-    row = spark.sql(f"select count_if(content = 0) as data_files, count_if(content <> 0) as delete_files "
-                    f"from {table}.files").collect()[0]
+    row = spark.sql(
+        f"select count_if(content = 0) as data_files, count_if(content <> 0) as delete_files from {table}.files"
+    ).collect()[0]
     return int(row.data_files or 0), int(row.delete_files or 0)
 
 
-def maintain(spark: Sql, tables: list[str] | None = None, compact: bool = True,
-             expire_older_than: timedelta | None = timedelta(days=7), retain_last: int = 5,
-             now: datetime | None = None,
-             orphans_older_than: timedelta | None = timedelta(days=3)) -> list[TableMaintenance]:
+def maintain(
+    spark: Sql,
+    tables: list[str] | None = None,
+    compact: bool = True,
+    expire_older_than: timedelta | None = timedelta(days=7),
+    retain_last: int = 5,
+    now: datetime | None = None,
+    orphans_older_than: timedelta | None = timedelta(days=3),
+) -> list[TableMaintenance]:
     """Compact, expire and/or remove the orphan files of `tables` (default: every Iceberg table of
     raw and marts, and the change records' tables)."""
     names = [iceberg.checked_table(t) for t in (tables or iceberg_tables(spark) + change_record_tables(spark))]
@@ -167,8 +188,10 @@ def maintain(spark: Sql, tables: list[str] | None = None, compact: bool = True,
     if retain_last < 1:
         raise ValueError("retain_last must be at least 1")
     if orphans_older_than is not None and orphans_older_than < timedelta(days=1):
-        raise ValueError("orphans_older_than must be at least a day (Iceberg's remove_orphan_files refuses less: "
-                         "a running write's files are not referenced yet)")
+        raise ValueError(
+            "orphans_older_than must be at least a day (Iceberg's remove_orphan_files refuses less: "
+            "a running write's files are not referenced yet)"
+        )
     held, reversible = _backfill_holds(spark)
     # the session's cached relations first (a dbt run in this session left its scope keys and
     # versions cached: temporary views over the change records and the landed tables). A
@@ -187,40 +210,62 @@ def maintain(spark: Sql, tables: list[str] | None = None, compact: bool = True,
         rewritten = 0
         if compact:
             # small files in groups of two or more, and every data file with a delete file
-            row = spark.sql(f"call spark_catalog.system.rewrite_data_files(table => '{table}', "
-                            "options => map('min-input-files', '2', 'delete-file-threshold', '1'))").collect()[0]
+            row = spark.sql(
+                f"call spark_catalog.system.rewrite_data_files(table => '{table}', "
+                "options => map('min-input-files', '2', 'delete-file-threshold', '1'))"
+            ).collect()[0]
             rewritten = int(row.rewritten_data_files_count)
             if _file_counts(spark, table)[1]:
                 # the rewritten files keep the sequence number the rewrite started at, so the
                 # delete files stay live though their data files are gone ("dangling deletes":
                 # option remove-dangling-deletes removed none here); rewriting the delete files
                 # drops every position that points at no live data file
-                spark.sql(f"call spark_catalog.system.rewrite_position_delete_files(table => '{table}', "
-                          "options => map('rewrite-all', 'true'))").collect()
+                spark.sql(
+                    f"call spark_catalog.system.rewrite_position_delete_files(table => '{table}', "
+                    "options => map('rewrite-all', 'true'))"
+                ).collect()
         expired, kept_for = 0, None
         if expire_older_than is not None:
             cutoff = ((now or datetime.now(UTC)) - expire_older_than).strftime("%Y-%m-%d %H:%M:%S.%f")
             if table in reversible:
                 run_id, snapshot = reversible[table]
                 # the session time zone is UTC (profile): compare and format on the engine
-                rows = spark.sql(f"select date_format(committed_at, 'yyyy-MM-dd HH:mm:ss.SSSSSS') as at,"
-                                 f" committed_at < timestamp '{cutoff}' as older from {table}.snapshots"
-                                 " where snapshot_id = :s", args={"s": snapshot}).collect()
+                rows = spark.sql(
+                    f"select date_format(committed_at, 'yyyy-MM-dd HH:mm:ss.SSSSSS') as at,"
+                    f" committed_at < timestamp '{cutoff}' as older from {table}.snapshots"
+                    " where snapshot_id = :s",
+                    args={"s": snapshot},
+                ).collect()
                 if rows and rows[0].older:
                     cutoff, kept_for = rows[0].at, run_id
-            row = spark.sql(f"call spark_catalog.system.expire_snapshots(table => '{table}', "
-                            f"older_than => timestamp '{cutoff}', retain_last => {int(retain_last)})").collect()[0]
+            row = spark.sql(
+                f"call spark_catalog.system.expire_snapshots(table => '{table}', "
+                f"older_than => timestamp '{cutoff}', retain_last => {int(retain_last)})"
+            ).collect()[0]
             # the procedure reports files; each expired snapshot had exactly one manifest list
             expired = int(row.asDict().get("deleted_manifest_lists_count", 0) or 0)
         orphans = 0
         if orphans_older_than is not None:
             cutoff = ((now or datetime.now(UTC)) - orphans_older_than).strftime("%Y-%m-%d %H:%M:%S.%f")
             # one row per file removed
-            orphans = len(spark.sql(f"call spark_catalog.system.remove_orphan_files(table => '{table}', "
-                                    f"older_than => timestamp '{cutoff}')").collect())
+            orphans = len(
+                spark.sql(
+                    f"call spark_catalog.system.remove_orphan_files(table => '{table}', "
+                    f"older_than => timestamp '{cutoff}')"
+                ).collect()
+            )
         after, deletes_after = _file_counts(spark, table)
-        results.append(TableMaintenance(table, files_before=before, files_after=after, rewritten_files=rewritten,
-                                        delete_files_before=deletes_before, delete_files_after=deletes_after,
-                                        expired_snapshots=expired, kept_for_rollback=kept_for,
-                                        removed_orphan_files=orphans))
+        results.append(
+            TableMaintenance(
+                table,
+                files_before=before,
+                files_after=after,
+                rewritten_files=rewritten,
+                delete_files_before=deletes_before,
+                delete_files_after=deletes_after,
+                expired_snapshots=expired,
+                kept_for_rollback=kept_for,
+                removed_orphan_files=orphans,
+            )
+        )
     return results

@@ -100,33 +100,48 @@ def incremental_models() -> list[IncrementalModel]:
         partition_by = config.get("partition_by") or []
         partition_by = [partition_by] if isinstance(partition_by, str) else partition_by
         state = _current_state(node, block, by_id) if block else None
-        declared_columns = {"event_date": (block or {}).get("event_date"),
-                            **{f"measures[{i}]": m for i, m in enumerate((block or {}).get("measures") or [])}}
+        declared_columns = {
+            "event_date": (block or {}).get("event_date"),
+            **{f"measures[{i}]": m for i, m in enumerate((block or {}).get("measures") or [])},
+        }
         for key, value in declared_columns.items():
             if value is not None and not _IDENTIFIER.fullmatch(str(value)):
-                raise ValueError(f"model {node['name']}: config.meta.backfill_safe.{key} = {value!r} is not a column name")
+                raise ValueError(
+                    f"model {node['name']}: config.meta.backfill_safe.{key} = {value!r} is not a column name"
+                )
         scope = (block or {}).get("scope") or {}
         scope_key = str(scope.get("key") or config["unique_key"])  # the unique key when left out
-        ties = tuple(sorted((str(change["model"]), str(change.get("key") or scope_key))
-                            for change in scope.get("changes") or [] if isinstance(change, dict) and "model" in change))
+        ties = tuple(
+            sorted(
+                (str(change["model"]), str(change.get("key") or scope_key))
+                for change in scope.get("changes") or []
+                if isinstance(change, dict) and "model" in change
+            )
+        )
         for what, column in [("scope.key", scope_key)] * bool(ties) + [
-                (f"scope.changes ({model})", column) for model, column in ties]:
+            (f"scope.changes ({model})", column) for model, column in ties
+        ]:
             if not _IDENTIFIER.fullmatch(column):
-                raise ValueError(f"model {node['name']}: config.meta.backfill_safe.{what} = {column!r} is not a"
-                                 " column name")
-        models.append(IncrementalModel(
-            node["name"], _relation(node), config["unique_key"],
-            declared=block is not None,
-            # a declared model's own (none: one over models restated by key); an undeclared one's
-            # first partition column
-            event_date=block.get("event_date") or None if block else (partition_by[0] if partition_by else None),
-            current_state=state,
-            measures=tuple((block or {}).get("measures") or ()),
-            sources=_upstream_sources(manifest, node["unique_id"]),
-            upstream_models=tuple(model for model, _ in ties),
-            scope_key=scope_key if ties else None,
-            upstream_columns=ties,
-        ))
+                raise ValueError(
+                    f"model {node['name']}: config.meta.backfill_safe.{what} = {column!r} is not a column name"
+                )
+        models.append(
+            IncrementalModel(
+                node["name"],
+                _relation(node),
+                config["unique_key"],
+                declared=block is not None,
+                # a declared model's own (none: one over models restated by key); an undeclared one's
+                # first partition column
+                event_date=block.get("event_date") or None if block else (partition_by[0] if partition_by else None),
+                current_state=state,
+                measures=tuple((block or {}).get("measures") or ()),
+                sources=_upstream_sources(manifest, node["unique_id"]),
+                upstream_models=tuple(model for model, _ in ties),
+                scope_key=scope_key if ties else None,
+                upstream_columns=ties,
+            )
+        )
     return sorted(models, key=lambda m: (not m.name.startswith("dim_"), m.name))
 
 
@@ -135,6 +150,7 @@ class Downstream:
     """A node downstream of a backfill's models that the backfill did not write: a model that
     reads them (directly or through other models), or an exposure (a dashboard, a report, an
     application: a consumer that may cache what it read)."""
+
     name: str
     resource_type: str  # model | exposure
     materialized: str | None  # a model's materialization; None for an exposure
@@ -167,8 +183,11 @@ def downstream_of(model_names: list[str], manifest: dict | None = None) -> list[
         if node_id in exposures:
             exposure = exposures[node_id]
             owner = exposure.get("owner") or {}
-            detail = ", ".join(str(part) for part in (exposure.get("type"), owner.get("name"), owner.get("email"),
-                                                      exposure.get("url")) if part)
+            detail = ", ".join(
+                str(part)
+                for part in (exposure.get("type"), owner.get("name"), owner.get("email"), exposure.get("url"))
+                if part
+            )
             found.append(Downstream(exposure["name"], "exposure", None, "consumer", detail))
             continue
         node = nodes[node_id]
@@ -211,10 +230,17 @@ def models_read(model_names: list[str], manifest: dict | None = None) -> dict[st
 def tested_models(model_names: list[str], manifest: dict | None = None) -> list[str]:
     """Those of `model_names` that a data test reads (dbt selects a test by any model it reads)."""
     manifest = manifest or _manifest()
-    ids = {i: n["name"] for i, n in manifest["nodes"].items() if n["resource_type"] == "model"
-           and n["name"] in set(model_names)}
-    read = {parent for n in manifest["nodes"].values() if n["resource_type"] == "test"
-            for parent in n.get("depends_on", {}).get("nodes", [])}
+    ids = {
+        i: n["name"]
+        for i, n in manifest["nodes"].items()
+        if n["resource_type"] == "model" and n["name"] in set(model_names)
+    }
+    read = {
+        parent
+        for n in manifest["nodes"].values()
+        if n["resource_type"] == "test"
+        for parent in n.get("depends_on", {}).get("nodes", [])
+    }
     return sorted(name for i, name in ids.items() if i in read)
 
 
@@ -249,16 +275,27 @@ def code_fingerprint(model_names: list[str]) -> dict:
         stack.extend(nodes[node_id].get("depends_on", {}).get("nodes", []))
 
     def digest(node: dict) -> str:
-        columns = {name: {k: column.get(k) for k in ("data_type", "constraints", "meta", "quote")}
-                   for name, column in sorted((node.get("columns") or {}).items())}
-        shape = {"sql": (node.get("checksum") or {}).get("checksum"), "config": node.get("config"),
-                 "columns": columns, "relation": node.get("relation_name"), "meta": node.get("meta"),
-                 "loaded_at_field": node.get("loaded_at_field")}
+        columns = {
+            name: {k: column.get(k) for k in ("data_type", "constraints", "meta", "quote")}
+            for name, column in sorted((node.get("columns") or {}).items())
+        }
+        shape = {
+            "sql": (node.get("checksum") or {}).get("checksum"),
+            "config": node.get("config"),
+            "columns": columns,
+            "relation": node.get("relation_name"),
+            "meta": node.get("meta"),
+            "loaded_at_field": node.get("loaded_at_field"),
+        }
         return hashlib.sha256(json.dumps(shape, sort_keys=True, default=str).encode()).hexdigest()
 
-    models = {(nodes[i]["name"] if i in manifest["nodes"] else f"source:{nodes[i]['source_name']}.{nodes[i]['name']}"):
-              digest(nodes[i]) for i in sorted(seen)
-              if i in manifest["sources"] or nodes[i]["resource_type"] in ("model", "seed", "snapshot")}
+    models = {
+        (
+            nodes[i]["name"] if i in manifest["nodes"] else f"source:{nodes[i]['source_name']}.{nodes[i]['name']}"
+        ): digest(nodes[i])
+        for i in sorted(seen)
+        if i in manifest["sources"] or nodes[i]["resource_type"] in ("model", "seed", "snapshot")
+    }
     packages = {manifest["metadata"].get("project_name"), "backfill_safe"}
     macros = hashlib.sha256()
     for unique_id in sorted(manifest["macros"]):

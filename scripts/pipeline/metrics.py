@@ -69,34 +69,48 @@ def model_metrics(spark: Sql) -> list[ModelMetrics]:
     project but for its tables' reads (COUNTED_TOGETHER tables a query): at 200 models one query
     per model and metric took 43 s (issue 81)."""
     models = incremental_models()
-    control = {name: iceberg.table_exists(spark, f"control.{name}")
-               for name in ("etl_watermark", "backfill_runs", "backfill_window_events", "backfill_gate_results")}
+    control = {
+        name: iceberg.table_exists(spark, f"control.{name}")
+        for name in ("etl_watermark", "backfill_runs", "backfill_window_events", "backfill_gate_results")
+    }
     present = _present_tables(spark, models)
     counts = _counts(spark, models, present)
     consumed = consumption(spark, models, present)
     lags = {}
     if control["etl_watermark"]:
-        lags = {r[0]: r[1] for r in spark.sql(
-            "select pipeline_name, unix_timestamp(current_timestamp()) - unix_timestamp(watermark_ts)"
-            " from control.etl_watermark").collect()}
+        lags = {
+            r[0]: r[1]
+            for r in spark.sql(
+                "select pipeline_name, unix_timestamp(current_timestamp()) - unix_timestamp(watermark_ts)"
+                " from control.etl_watermark"
+            ).collect()
+        }
     windows, latest = {}, {}
     if control["backfill_runs"] and control["backfill_window_events"]:
-        windows = {r[0]: r for r in spark.sql("""
+        windows = {
+            r[0]: r
+            for r in spark.sql("""
             select model_name, count(*), percentile(seconds, 0.5), percentile(seconds, 0.95)
             from (select explode(from_json(r.models, 'array<string>')) as model_name,
                          unix_millis(w.finished_at) / 1000.0 - unix_millis(w.started_at) / 1000.0 as seconds
                   from control.backfill_window_events as w
                   join control.backfill_runs as r on r.run_id = w.run_id
                   where w.status = 'done')
-            group by model_name""").collect()}
+            group by model_name""").collect()
+        }
         # per model, the latest run of it whose gate ran (its reconciliation's failing rows),
         # else its latest run (one still running, refused, failed before its gate)
-        gates = ("(select run_id, model_name, sum(coalesce(failures, 0)) as failures"
-                 " from control.backfill_gate_results where generic_test = :t group by run_id, model_name)"
-                 if control["backfill_gate_results"] else
-                 "(select cast(null as string) as run_id, cast(null as string) as model_name,"
-                 " cast(null as bigint) as failures where false)")
-        latest = {r.model_name: r for r in spark.sql(f"""
+        gates = (
+            "(select run_id, model_name, sum(coalesce(failures, 0)) as failures"
+            " from control.backfill_gate_results where generic_test = :t group by run_id, model_name)"
+            if control["backfill_gate_results"]
+            else "(select cast(null as string) as run_id, cast(null as string) as model_name,"
+            " cast(null as bigint) as failures where false)"
+        )
+        latest = {
+            r.model_name: r
+            for r in spark.sql(
+                f"""
             select model_name, run_id, failures from (
                 select runs.model_name, runs.run_id, g.failures,
                        row_number() over (partition by runs.model_name
@@ -104,7 +118,10 @@ def model_metrics(spark: Sql) -> list[ModelMetrics]:
                 from (select explode(from_json(models, 'array<string>')) as model_name, run_id, created_at
                       from control.backfill_runs) as runs
                 left join {gates} as g on g.run_id = runs.run_id and g.model_name = runs.model_name)
-            where newest = 1""", args={"t": RECONCILIATION_TEST}).collect()}
+            where newest = 1""",
+                args={"t": RECONCILIATION_TEST},
+            ).collect()
+        }
     found = []
     for model in models:
         rows = duplicates = None
@@ -117,12 +134,20 @@ def model_metrics(spark: Sql) -> list[ModelMetrics]:
         if model.name in consumed:  # a model over models: its upstreams' watermarks, as it holds them
             known = [c.watermark_lag_seconds for c in consumed[model.name] if c.watermark_lag_seconds is not None]
             lag = max(known) if known else None
-        found.append(ModelMetrics(model.name, rows, duplicates, lag, int(count),
-                                  None if p50 is None else round(float(p50), 1),
-                                  None if p95 is None else round(float(p95), 1),
-                                  last.run_id if last else None,
-                                  int(last.failures) if last and last.failures is not None else None,
-                                  consumed.get(model.name, ())))
+        found.append(
+            ModelMetrics(
+                model.name,
+                rows,
+                duplicates,
+                lag,
+                int(count),
+                None if p50 is None else round(float(p50), 1),
+                None if p95 is None else round(float(p95), 1),
+                last.run_id if last else None,
+                int(last.failures) if last and last.failures is not None else None,
+                consumed.get(model.name, ()),
+            )
+        )
     return found
 
 
@@ -145,19 +170,32 @@ def consumption(spark: Sql, models, present: set[str]) -> dict[str, tuple[Consum
     if not over or "control.run_records" not in present:
         return {}
     marks = {}
-    for query in united([f"select '{m.name}', s.summary['wap.id'] from {m.relation}.refs as r join {m.relation}"
-                         ".snapshots as s on s.snapshot_id = r.snapshot_id where r.name = 'main'" for m in over],
-                        COUNTED_TOGETHER):
+    for query in united(
+        [
+            f"select '{m.name}', s.summary['wap.id'] from {m.relation}.refs as r join {m.relation}"
+            ".snapshots as s on s.snapshot_id = r.snapshot_id where r.name = 'main'"
+            for m in over
+        ],
+        COUNTED_TOGETHER,
+    ):
         for name, mark in spark.sql(query).collect():
             position = (mark or "").split("|")[1] if (mark or "").startswith(CONSUMED_MARK) else ""
             if _TIMESTAMP.fullmatch(position):
                 marks[name] = position.replace("T", " ")
     names = ", ".join(f"'{m.name}'" for m in over)
-    last_runs = {r[0]: r[1] for r in spark.sql(
-        "select model_name, cast(max(started_at) as string) from control.run_records where status = 'success'"
-        f" and window_start is null and model_name in ({names}) group by model_name").collect()}
-    pairs = [(m, upstream) for m in over for upstream in m.upstream_models
-             if upstream in by_name and by_name[upstream].change_records.lower() in present]
+    last_runs = {
+        r[0]: r[1]
+        for r in spark.sql(
+            "select model_name, cast(max(started_at) as string) from control.run_records where status = 'success'"
+            f" and window_start is null and model_name in ({names}) group by model_name"
+        ).collect()
+    }
+    pairs = [
+        (m, upstream)
+        for m in over
+        for upstream in m.upstream_models
+        if upstream in by_name and by_name[upstream].change_records.lower() in present
+    ]
     held = {}
     selects = []
     for m, upstream in pairs:
@@ -168,24 +206,36 @@ def consumption(spark: Sql, models, present: set[str]) -> dict[str, tuple[Consum
             f" max_by(case when _run_started_at <= {bound} then _invocation_id end,"
             f" case when _run_started_at <= {bound} then _run_started_at end),"
             f" count(distinct case when _run_started_at > {bound} then _invocation_id end)"
-            f" from {by_name[upstream].change_records}")
+            f" from {by_name[upstream].change_records}"
+        )
     for query in united(selects, COUNTED_TOGETHER):
         held.update({(r[0], r[1]): (r[2], r[3], int(r[4])) for r in spark.sql(query).collect()})
     invocations = sorted({i for _, i, _ in held.values() if i and _UUID.fullmatch(i)})
     lags = {}
     if invocations:
-        lags = {(r[0], r[1]): r[2] for r in spark.sql(
-            "select model_name, invocation_id, max(unix_timestamp(current_timestamp())"
-            " - unix_timestamp(watermark_after)) from control.run_records where watermark_after is not null"
-            f" and invocation_id in ({', '.join(repr(i) for i in invocations)}) group by model_name, invocation_id"
-        ).collect()}
+        lags = {
+            (r[0], r[1]): r[2]
+            for r in spark.sql(
+                "select model_name, invocation_id, max(unix_timestamp(current_timestamp())"
+                " - unix_timestamp(watermark_after)) from control.run_records where watermark_after is not null"
+                f" and invocation_id in ({', '.join(repr(i) for i in invocations)}) group by model_name, invocation_id"
+            ).collect()
+        }
     found: dict[str, tuple[Consumption, ...]] = {}
     for m, upstream in pairs:
         current_with, invocation, behind = held[(m.name, upstream)]
         lag = lags.get((upstream, invocation))
-        found[m.name] = (*found.get(m.name, ()), Consumption(
-            m.name, upstream, current_with, behind, None if lag is None else int(lag),
-            "mark" if m.name in marks else "last run"))
+        found[m.name] = (
+            *found.get(m.name, ()),
+            Consumption(
+                m.name,
+                upstream,
+                current_with,
+                behind,
+                None if lag is None else int(lag),
+                "mark" if m.name in marks else "last run",
+            ),
+        )
     return found
 
 
@@ -199,11 +249,20 @@ def consumption_table(metrics: list[ModelMetrics]):
         return None
     table = Table(title="models over models: the upstream runs they hold")
     for column in ("model", "upstream", "current with (its run)", "upstream runs since", "watermark lag", "from"):
-        table.add_column(column, justify="left" if column in ("model", "upstream", "from") else "right",
-                         no_wrap=column in ("model", "upstream"))
+        table.add_column(
+            column,
+            justify="left" if column in ("model", "upstream", "from") else "right",
+            no_wrap=column in ("model", "upstream"),
+        )
     for c in rows:
-        table.add_row(c.model, c.upstream, "-" if c.current_with is None else f"{c.current_with:%Y-%m-%d %H:%M:%S}",
-                      str(c.runs_behind), lag_text(c.watermark_lag_seconds), c.read_from)
+        table.add_row(
+            c.model,
+            c.upstream,
+            "-" if c.current_with is None else f"{c.current_with:%Y-%m-%d %H:%M:%S}",
+            str(c.runs_behind),
+            lag_text(c.watermark_lag_seconds),
+            c.read_from,
+        )
     return table
 
 
@@ -216,8 +275,11 @@ def _present_tables(spark: Sql, models) -> set[str]:
     present: set[str] = set()
     for schema in sorted({m.relation.split(".")[0] for m in models} | {"control"}):
         if spark.catalog.databaseExists(schema):
-            present |= {f"{schema}.{r.tableName}".lower() for r in spark.sql(f"show tables in {schema}").collect()
-                        if not getattr(r, "isTemporary", False)}
+            present |= {
+                f"{schema}.{r.tableName}".lower()
+                for r in spark.sql(f"show tables in {schema}").collect()
+                if not getattr(r, "isTemporary", False)
+            }
     return present
 
 
@@ -227,21 +289,44 @@ def _counts(spark: Sql, models, present: set[str]) -> dict[str, tuple[int, int, 
     # names from the manifest, checked there to be identifiers
     built = [m for m in models if m.relation.lower() in present]
     counts = {}
-    for query in united([f"select '{m.name}', count(*), count({m.unique_key}), count(distinct {m.unique_key})"
-                         f" from {m.relation}" for m in built], COUNTED_TOGETHER):
+    for query in united(
+        [
+            f"select '{m.name}', count(*), count({m.unique_key}), count(distinct {m.unique_key}) from {m.relation}"
+            for m in built
+        ],
+        COUNTED_TOGETHER,
+    ):
         counts.update({r[0]: (int(r[1]), int(r[2]), int(r[3])) for r in spark.sql(query).collect()})
     return counts
 
 
 # the metrics' columns and each model's values, for `pipeline status` and the status page alike
-COLUMNS = ("model", "rows", "duplicate keys per 1k", "watermark lag", "backfill windows", "window p50 (s)",
-           "window p95 (s)", "last backfill", "mismatches (gate)")
+COLUMNS = (
+    "model",
+    "rows",
+    "duplicate keys per 1k",
+    "watermark lag",
+    "backfill windows",
+    "window p50 (s)",
+    "window p95 (s)",
+    "last backfill",
+    "mismatches (gate)",
+)
 
 
 def cells(m: ModelMetrics) -> list[object]:
     """A model's values in the order of COLUMNS (None where unknown; the lag as text)."""
-    return [m.model, m.rows, m.duplicate_keys_per_1k, lag_text(m.watermark_lag_seconds), m.backfill_windows,
-            m.window_runtime_p50_s, m.window_runtime_p95_s, m.last_backfill, m.mismatch_count]
+    return [
+        m.model,
+        m.rows,
+        m.duplicate_keys_per_1k,
+        lag_text(m.watermark_lag_seconds),
+        m.backfill_windows,
+        m.window_runtime_p50_s,
+        m.window_runtime_p95_s,
+        m.last_backfill,
+        m.mismatch_count,
+    ]
 
 
 def metrics_table(metrics: list[ModelMetrics]):
@@ -250,8 +335,11 @@ def metrics_table(metrics: list[ModelMetrics]):
 
     table = Table(title="models: the playbook's minimal metrics")
     for column in COLUMNS:
-        table.add_column(column, justify="left" if column in ("model", "last backfill") else "right",
-                         no_wrap=column in ("model", "last backfill"))  # names whole, to copy
+        table.add_column(
+            column,
+            justify="left" if column in ("model", "last backfill") else "right",
+            no_wrap=column in ("model", "last backfill"),
+        )  # names whole, to copy
     for m in metrics:
         table.add_row(*("-" if v is None else str(v) for v in cells(m)))
     return table

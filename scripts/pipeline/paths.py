@@ -72,9 +72,12 @@ def dispatches_to_framework() -> bool:
     project = yaml.safe_load((PROJECT_DIR / "dbt_project.yml").read_text()) or {}
     if project.get("name") == "backfill_safe":
         return True
-    return any(isinstance(entry, dict) and entry.get("macro_namespace") == "dbt"
-               and "backfill_safe" in (entry.get("search_order") or [])
-               for entry in project.get("dispatch") or [])
+    return any(
+        isinstance(entry, dict)
+        and entry.get("macro_namespace") == "dbt"
+        and "backfill_safe" in (entry.get("search_order") or [])
+        for entry in project.get("dispatch") or []
+    )
 
 
 def profile_name() -> str:

@@ -77,7 +77,9 @@ def collect(spark: Sql, dbt: Dbt, days: int = 14, runs: int = 30) -> Report:
     if not 1 <= days <= 366 or not 1 <= runs <= 1000:
         raise ValueError(f"--days must be 1..366 and --runs 1..1000, got {days} and {runs}")
     report = Report(datetime.now(UTC), days)
-    report.pipelines = _rows(spark, """
+    report.pipelines = _rows(
+        spark,
+        """
         select w.pipeline_name, w.watermark_ts, w.advanced_at,
                unix_timestamp(current_timestamp()) - unix_timestamp(w.watermark_ts) as lag_seconds,
                r.status as last_status, r.finished_at as last_run_at
@@ -85,34 +87,52 @@ def collect(spark: Sql, dbt: Dbt, days: int = 14, runs: int = 30) -> Report:
         left join (select *, row_number() over (partition by model_name order by started_at desc) as n
                    from control.run_records where window_start is null) as r
           on r.model_name = w.pipeline_name and r.n = 1
-        order by w.pipeline_name""")
-    report.runs = _rows(spark, """
+        order by w.pipeline_name""",
+    )
+    report.runs = _rows(
+        spark,
+        """
         select invocation_id, model_name, status, started_at, finished_at, window_start, window_end,
                snapshots_committed, added_records, deleted_records, changed_partitions, watermark_before,
                watermark_after, message
         from control.run_records
         where model_name in (select pipeline_name from control.etl_watermark) or window_start is not null
-        order by started_at desc, model_name limit :n""", n=runs)
+        order by started_at desc, model_name limit :n""",
+        n=runs,
+    )
     for model in incremental_models():
         if not (model.declared and model.current_state and model.event_date and model.measures):
             report.undeclared.append(model.name)
             continue
         report.daily[model.name] = ModelDaily(model.event_date, model.measures, _daily(spark, model, days))
-    report.backfills = _rows(spark, """
+    report.backfills = (
+        _rows(
+            spark,
+            """
         select r.run_id, r.status, r.start_date, r.end_date, r.models, r.reason, r.created_at, r.finished_at, r.message,
                count(distinct w.window_index) as windows,
                count(distinct case when w.status = 'done' then w.window_index end) as windows_done
         from control.backfill_runs as r left join control.backfill_window_events as w on r.run_id = w.run_id
-        group by all order by r.created_at desc""") if spark.catalog.tableExists("control.backfill_runs") else []
-    report.reads = _rows(spark, """
+        group by all order by r.created_at desc""",
+        )
+        if spark.catalog.tableExists("control.backfill_runs")
+        else []
+    )
+    report.reads = (
+        _rows(
+            spark,
+            """
         select s.*
         from control.run_scans as s
         join (select model_name, max(started_at) as started_at from control.run_scans
               where window_start is null group by model_name) as last
           on s.model_name = last.model_name and s.started_at = last.started_at
         where s.window_start is null
-        order by s.model_name, case when s.role = 'target' then 0 else 1 end, s.table_name""") \
-        if spark.catalog.tableExists("control.run_scans") else None
+        order by s.model_name, case when s.role = 'target' then 0 else 1 end, s.table_name""",
+        )
+        if spark.catalog.tableExists("control.run_scans")
+        else None
+    )
     report.metrics = model_metrics(spark)
     report.volume_silent = silent_tests(spark, dbt)
     report.freshness = dbt.freshness()
@@ -128,7 +148,9 @@ def _daily(spark: Sql, model: IncrementalModel, days: int) -> list[dict]:
     date = model.event_date
     sums = lambda side: "".join(f", sum({m}) as {side}_{i}" for i, m in enumerate(model.measures))  # noqa: E731
     both = "".join(f", source.source_{i}, mart.mart_{i}" for i in range(len(model.measures)))
-    return _rows(spark, f"""
+    return _rows(
+        spark,
+        f"""
         with bounds as (select max({date}) as last_day from {model.relation}),
         source as (select {date} as event_date, count(*) as source_rows{sums("source")}
                    from {model.current_state} where not is_deleted group by {date}),
@@ -138,14 +160,22 @@ def _daily(spark: Sql, model: IncrementalModel, days: int) -> list[dict]:
         from source full outer join mart on source.event_date = mart.event_date cross join bounds
         where coalesce(source.event_date, mart.event_date) > date_sub(bounds.last_day, :days)
           and coalesce(source.event_date, mart.event_date) <= bounds.last_day
-        order by 1""", days=days)
+        order by 1""",
+        days=days,
+    )
 
 
 def _alerts(spark: Sql, dbt: Dbt, report: Report) -> list[str]:
-    alerts = [f"run of {r['model_name']} ({r['invocation_id']}) at {r['started_at']}: {r['status']}: {r['message']}"
-              for r in report.runs if r["status"] not in ("success", "skipped")]
-    alerts += [f"source {f.source} is {f.status}: latest update {f.max_loaded_at}" for f in report.freshness
-               if f.status not in ("pass", NOTHING_LANDED)]
+    alerts = [
+        f"run of {r['model_name']} ({r['invocation_id']}) at {r['started_at']}: {r['status']}: {r['message']}"
+        for r in report.runs
+        if r["status"] not in ("success", "skipped")
+    ]
+    alerts += [
+        f"source {f.source} is {f.status}: latest update {f.max_loaded_at}"
+        for f in report.freshness
+        if f.status not in ("pass", NOTHING_LANDED)
+    ]
     selection = [f"test_name:{name}" for name in ALERT_TESTS]
     for node in dbt.invoke("test", "--select", *selection, check=False):
         if node.resource_type == "test" and node.status != "pass":
@@ -155,18 +185,27 @@ def _alerts(spark: Sql, dbt: Dbt, report: Report) -> list[str]:
             alerts.append(f"{late.model_name}: declared but {late.not_built}: its late changes cannot be audited")
             continue
         if late.behind:
-            alerts.append(f"{late.model_name}: behind its upstream ({late.behind}): it did not run after them"
-                          f" (skipped, failed or not selected): `dbt run --select {late.model_name}`")
+            alerts.append(
+                f"{late.model_name}: behind its upstream ({late.behind}): it did not run after them"
+                f" (skipped, failed or not selected): `dbt run --select {late.model_name}`"
+            )
         if late.restatable:
-            alerts.append(f"{late.model_name}: {late.restatable} keys late beyond their window on "
-                          f"{', '.join(late.restatable_dates)}: `pipeline restate`")
+            alerts.append(
+                f"{late.model_name}: {late.restatable} keys late beyond their window on "
+                f"{', '.join(late.restatable_dates)}: `pipeline restate`"
+            )
         if late.held:
-            alerts.append(f"{late.model_name}: {late.held} keys late beyond its {late.window_days}-day restatement "
-                          f"window on {', '.join(late.held_dates)}: held, pending sign-off (`pipeline signoff`)")
-    alerts += [f"{r['model_name']}: its last daily run read {r['largest_scan_files']} of its table's "
-               f"{r['table_data_files']} data files in one scan, more than its declared max_scan_share "
-               f"{r['max_scan_share']}: has its incremental filter stopped pruning?"
-               for r in report.reads or [] if r["over_share"]]
+            alerts.append(
+                f"{late.model_name}: {late.held} keys late beyond its {late.window_days}-day restatement "
+                f"window on {', '.join(late.held_dates)}: held, pending sign-off (`pipeline signoff`)"
+            )
+    alerts += [
+        f"{r['model_name']}: its last daily run read {r['largest_scan_files']} of its table's "
+        f"{r['table_data_files']} data files in one scan, more than its declared max_scan_share "
+        f"{r['max_scan_share']}: has its incremental filter stopped pruning?"
+        for r in report.reads or []
+        if r["over_share"]
+    ]
     alerts += [drift.text() for drift in report.drift]
     backfills = [b for b in report.backfills if b["status"] in ("failed", "gate_failed", "publish_refused")]
     alerts += [f"backfill {b['run_id']}: {b['status']}: {b['message']}" for b in backfills]
@@ -185,8 +224,11 @@ def _partitions(scan: dict) -> str:
 
 def _share(scan: dict) -> str:
     files = scan["table_data_files"]
-    return f"{scan['largest_scan_files']} / {files} ({scan['largest_scan_files'] / files:.0%})" if files else \
-        f"{scan['largest_scan_files']} / ?"
+    return (
+        f"{scan['largest_scan_files']} / {files} ({scan['largest_scan_files'] / files:.0%})"
+        if files
+        else f"{scan['largest_scan_files']} / ?"
+    )
 
 
 # -- rendering: the template templates/status.html.j2 draws, these compute what it shows --------
@@ -208,14 +250,31 @@ def _line_chart(labels: list[str], series: dict[str, list[float | None]], title:
     colours = ["#1f77b4", "#ff7f0e", "#2ca02c"]
     step = max(1, len(labels) // 7)
     return {
-        "empty": False, "title": title, "width": width, "height": height, "left": left, "top": top,
-        "right": left + plot_w, "base": top + plot_h, "high": f"{high:,.0f}", "low": f"{low:,.0f}",
-        "labels": [{"x": f"{x(i):.1f}", "text": label[5:]} for i, label in enumerate(labels)
-                   if i % step == 0 or i == len(labels) - 1],
-        "series": [{"name": name, "colour": colours[n % len(colours)], "dashed": n > 0,
-                    "legend_x": left + 10 + 170 * n,
-                    "points": [(f"{x(i):.1f}", f"{y(v):.1f}") for i, v in enumerate(points) if v is not None]}
-                   for n, (name, points) in enumerate(series.items())],
+        "empty": False,
+        "title": title,
+        "width": width,
+        "height": height,
+        "left": left,
+        "top": top,
+        "right": left + plot_w,
+        "base": top + plot_h,
+        "high": f"{high:,.0f}",
+        "low": f"{low:,.0f}",
+        "labels": [
+            {"x": f"{x(i):.1f}", "text": label[5:]}
+            for i, label in enumerate(labels)
+            if i % step == 0 or i == len(labels) - 1
+        ],
+        "series": [
+            {
+                "name": name,
+                "colour": colours[n % len(colours)],
+                "dashed": n > 0,
+                "legend_x": left + 10 + 170 * n,
+                "points": [(f"{x(i):.1f}", f"{y(v):.1f}") for i, v in enumerate(points) if v is not None],
+            }
+            for n, (name, points) in enumerate(series.items())
+        ],
     }
 
 
@@ -227,74 +286,199 @@ def _bar_chart(labels: list[str], values: list[float], title: str) -> dict:
     plot_w, plot_h = width - left - 20, height - top - bottom
     bar = plot_w / len(values)
     return {
-        "empty": False, "title": title, "width": width, "height": height, "left": left, "top": top,
-        "right": left + plot_w, "base": top + plot_h, "high": f"{high:,.0f}",
-        "bars": [{"x": f"{left + i * bar + 1:.1f}", "y": f"{top + plot_h - plot_h * value / high:.1f}",
-                  "width": f"{max(1.0, bar - 2):.1f}", "height": f"{plot_h * value / high:.1f}",
-                  "label": label, "value": f"{value:,.0f}"} for i, (label, value) in enumerate(zip(labels, values))],
+        "empty": False,
+        "title": title,
+        "width": width,
+        "height": height,
+        "left": left,
+        "top": top,
+        "right": left + plot_w,
+        "base": top + plot_h,
+        "high": f"{high:,.0f}",
+        "bars": [
+            {
+                "x": f"{left + i * bar + 1:.1f}",
+                "y": f"{top + plot_h - plot_h * value / high:.1f}",
+                "width": f"{max(1.0, bar - 2):.1f}",
+                "height": f"{plot_h * value / high:.1f}",
+                "label": label,
+                "value": f"{value:,.0f}",
+            }
+            for i, (label, value) in enumerate(zip(labels, values))
+        ],
     }
 
 
 def render(report: Report) -> str:
     pipelines = _table(
         ["pipeline", "watermark", "watermark lag", "last run", "last status"],
-        [[p["pipeline_name"], p["watermark_ts"], lag_text(p["lag_seconds"]), p["last_run_at"], p["last_status"]]
-         for p in report.pipelines], "pipelines")
-    freshness = _table(["source", "status", "latest update", "age"],
-                       [[f.source, f.status, "-" if f.max_loaded_at is None else f.max_loaded_at, lag_text(f.age_seconds)]
-                        for f in report.freshness], "freshness")
+        [
+            [p["pipeline_name"], p["watermark_ts"], lag_text(p["lag_seconds"]), p["last_run_at"], p["last_status"]]
+            for p in report.pipelines
+        ],
+        "pipelines",
+    )
+    freshness = _table(
+        ["source", "status", "latest update", "age"],
+        [
+            [f.source, f.status, "-" if f.max_loaded_at is None else f.max_loaded_at, lag_text(f.age_seconds)]
+            for f in report.freshness
+        ],
+        "freshness",
+    )
     runs_charts = [
         # a model skipped in its invocation (a failed parent) has a record without a start
-        _bar_chart(["not started" if r["started_at"] is None else f"{r['started_at']:%Y-%m-%d %H:%M}"
-                    for r in runs],
-                   [float(r["added_records"] or 0) for r in runs], f"records added per {name} daily run")
+        _bar_chart(
+            ["not started" if r["started_at"] is None else f"{r['started_at']:%Y-%m-%d %H:%M}" for r in runs],
+            [float(r["added_records"] or 0) for r in runs],
+            f"records added per {name} daily run",
+        )
         for name in report.daily
-        for runs in [[r for r in reversed(report.runs) if r["window_start"] is None and r["model_name"] == name]]]
-    runs = _table(["started", "model", "status", "window", "snapshots", "added", "deleted", "partitions",
-                   "watermark before", "watermark after", "invocation"],
-                  [[r["started_at"], r["model_name"], r["status"],
-                    f"{r['window_start']} .. {r['window_end']}" if r["window_start"] else "daily",
-                    r["snapshots_committed"], r["added_records"], r["deleted_records"], r["changed_partitions"],
-                    r["watermark_before"], r["watermark_after"], r["invocation_id"]] for r in report.runs], "runs")
-    backfills = _table(["run", "status", "range", "windows done", "models", "reason", "created", "finished"],
-                       [[b["run_id"], b["status"], f"{b['start_date']} .. {b['end_date']}",
-                         f"{b['windows_done']}/{b['windows']}", ", ".join(json.loads(b["models"])), b["reason"],
-                         b["created_at"], b["finished_at"]] for b in report.backfills], "backfills")
-    reads = _table(["model", "table", "role", "scans", "largest read: files / table's files", "files planned",
-                    "files skipped", "splits read", "rows read", "partitions planned", "max share", "filters",
-                    "started"],
-                   [[r["model_name"], r["table_name"], r["role"], r["scans"], _share(r), r["data_files_planned"],
-                     r["data_files_skipped"], r["splits_read"], r["rows_read"], _partitions(r), r["max_scan_share"],
-                     (r["filters"] or "")[:200], r["started_at"]] for r in report.reads], "reads") \
-        if report.reads is not None else None
+        for runs in [[r for r in reversed(report.runs) if r["window_start"] is None and r["model_name"] == name]]
+    ]
+    runs = _table(
+        [
+            "started",
+            "model",
+            "status",
+            "window",
+            "snapshots",
+            "added",
+            "deleted",
+            "partitions",
+            "watermark before",
+            "watermark after",
+            "invocation",
+        ],
+        [
+            [
+                r["started_at"],
+                r["model_name"],
+                r["status"],
+                f"{r['window_start']} .. {r['window_end']}" if r["window_start"] else "daily",
+                r["snapshots_committed"],
+                r["added_records"],
+                r["deleted_records"],
+                r["changed_partitions"],
+                r["watermark_before"],
+                r["watermark_after"],
+                r["invocation_id"],
+            ]
+            for r in report.runs
+        ],
+        "runs",
+    )
+    backfills = _table(
+        ["run", "status", "range", "windows done", "models", "reason", "created", "finished"],
+        [
+            [
+                b["run_id"],
+                b["status"],
+                f"{b['start_date']} .. {b['end_date']}",
+                f"{b['windows_done']}/{b['windows']}",
+                ", ".join(json.loads(b["models"])),
+                b["reason"],
+                b["created_at"],
+                b["finished_at"],
+            ]
+            for b in report.backfills
+        ],
+        "backfills",
+    )
+    reads = (
+        _table(
+            [
+                "model",
+                "table",
+                "role",
+                "scans",
+                "largest read: files / table's files",
+                "files planned",
+                "files skipped",
+                "splits read",
+                "rows read",
+                "partitions planned",
+                "max share",
+                "filters",
+                "started",
+            ],
+            [
+                [
+                    r["model_name"],
+                    r["table_name"],
+                    r["role"],
+                    r["scans"],
+                    _share(r),
+                    r["data_files_planned"],
+                    r["data_files_skipped"],
+                    r["splits_read"],
+                    r["rows_read"],
+                    _partitions(r),
+                    r["max_scan_share"],
+                    (r["filters"] or "")[:200],
+                    r["started_at"],
+                ]
+                for r in report.reads
+            ],
+            "reads",
+        )
+        if report.reads is not None
+        else None
+    )
     metrics = _table(list(metric_columns), [metric_cells(m) for m in report.metrics], "metrics")
-    return _template().render(
-        generated_at=f"{report.generated_at:%Y-%m-%d %H:%M:%S}", alerts=report.alerts,
-        volume_silent=report.volume_silent, pipelines=pipelines,
-        metrics=metrics, freshness=freshness, days=report.days,
-        daily=[_model_daily(name, model, report.days) for name, model in report.daily.items()],
-        undeclared=report.undeclared, runs_charts=runs_charts, runs=runs, reads=reads, backfills=backfills) + "\n"
+    return (
+        _template().render(
+            generated_at=f"{report.generated_at:%Y-%m-%d %H:%M:%S}",
+            alerts=report.alerts,
+            volume_silent=report.volume_silent,
+            pipelines=pipelines,
+            metrics=metrics,
+            freshness=freshness,
+            days=report.days,
+            daily=[_model_daily(name, model, report.days) for name, model in report.daily.items()],
+            undeclared=report.undeclared,
+            runs_charts=runs_charts,
+            runs=runs,
+            reads=reads,
+            backfills=backfills,
+        )
+        + "\n"
+    )
 
 
 def _template() -> jinja2.Template:
-    environment = jinja2.Environment(loader=jinja2.PackageLoader("pipeline", "templates"), autoescape=True,
-                                     undefined=jinja2.StrictUndefined)
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("pipeline", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
+    )
     return environment.get_template("status.html.j2")
 
 
 def _model_daily(name: str, model: ModelDaily, days: int) -> dict:
     """One declared model's section: a chart of its first measure, a table of every measure."""
     first = model.measures[0]
-    chart = _line_chart([str(d["event_date"]) for d in model.rows],
-                        {f"source {first}": [_num(d["source_0"]) for d in model.rows],
-                         f"mart {first}": [_num(d["mart_0"]) for d in model.rows]},
-                        f"{name}: daily {first}, source vs mart, last {days} dates")
+    chart = _line_chart(
+        [str(d["event_date"]) for d in model.rows],
+        {
+            f"source {first}": [_num(d["source_0"]) for d in model.rows],
+            f"mart {first}": [_num(d["mart_0"]) for d in model.rows],
+        },
+        f"{name}: daily {first}, source vs mart, last {days} dates",
+    )
     columns = [model.event_date, "source rows", "mart rows"]
     columns += [f"{side} {m}" for m in model.measures for side in ("source", "mart", "difference")]
-    rows = [[d["event_date"], d["source_rows"], d["mart_rows"],
-             *[v for i in range(len(model.measures))
-               for v in (d[f"source_{i}"], d[f"mart_{i}"], (d[f"source_{i}"] or 0) - (d[f"mart_{i}"] or 0))]]
-            for d in model.rows]
+    rows = [
+        [
+            d["event_date"],
+            d["source_rows"],
+            d["mart_rows"],
+            *[
+                v
+                for i in range(len(model.measures))
+                for v in (d[f"source_{i}"], d[f"mart_{i}"], (d[f"source_{i}"] or 0) - (d[f"mart_{i}"] or 0))
+            ],
+        ]
+        for d in model.rows
+    ]
     return {"name": name, "chart": chart, "table": _table(columns, rows, "daily")}
 
 

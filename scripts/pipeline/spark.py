@@ -95,8 +95,7 @@ def render_profile(target: str | None = None) -> dict:
     profile = rendered[name]
     target = target or profile["target"]
     if target not in profile["outputs"]:
-        raise KeyError(f"{path}: no target {target!r} (DBT_TARGET); "
-                       f"targets: {sorted(profile['outputs'])}")
+        raise KeyError(f"{path}: no target {target!r} (DBT_TARGET); targets: {sorted(profile['outputs'])}")
     return profile["outputs"][target]
 
 
@@ -110,8 +109,10 @@ def spark_conf() -> dict[str, str]:
     # is a comma-separated list, a class path a path-separated one
     for key, separator in (("spark.jars", ","), ("spark.driver.extraClassPath", os.pathsep)):
         if key in conf:
-            conf[key] = separator.join(str(paths.PROJECT_DIR / entry) if entry and not Path(entry).is_absolute()
-                                       else entry for entry in conf[key].split(separator))
+            conf[key] = separator.join(
+                str(paths.PROJECT_DIR / entry) if entry and not Path(entry).is_absolute() else entry
+                for entry in conf[key].split(separator)
+            )
     # dbt-spark forces this on every connection; do the same so both agree
     conf["spark.sql.ansi.enabled"] = "false"
     return conf
@@ -133,8 +134,9 @@ def get_spark() -> SparkSession:
             f"the framework installed from a wheel has it in {paths.JARS_DIR} (a project reaches it "
             "through dbt_packages/backfill_safe/jars/ after `dbt deps`); a checkout links it with scripts/bootstrap.sh"
         )
-    uses_ours = (conf.get("spark.hadoop.fs.file.impl", "").startswith("backfill_safe.")
-                 or conf.get("spark.sql.catalog.spark_catalog", "").startswith("backfill_safe."))
+    uses_ours = conf.get("spark.hadoop.fs.file.impl", "").startswith("backfill_safe.") or conf.get(
+        "spark.sql.catalog.spark_catalog", ""
+    ).startswith("backfill_safe.")
     classes = class_path(conf)
     missing = [entry for entry in classes if not entry.is_file()]
     if uses_ours and (missing or not classes):

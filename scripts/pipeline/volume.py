@@ -50,9 +50,17 @@ def volume_tests() -> list[VolumeTest]:
             if not _IDENTIFIER.fullmatch(name):
                 raise ValueError(f"test {node['name']}: {name!r} is not an identifier")
         try:
-            found.append(VolumeTest(model["name"], relation, column, int(arguments["trailing_days"]),
-                                    int(arguments["min_history_days"]), int(arguments["recent_days"]),
-                                    float(arguments["min_trailing_mean"])))
+            found.append(
+                VolumeTest(
+                    model["name"],
+                    relation,
+                    column,
+                    int(arguments["trailing_days"]),
+                    int(arguments["min_history_days"]),
+                    int(arguments["recent_days"]),
+                    float(arguments["min_trailing_mean"]),
+                )
+            )
         except (KeyError, TypeError, ValueError) as error:
             raise ValueError(f"test {node['name']}: an argument is missing or not a number: {error}") from error
     return sorted(found, key=lambda t: (t.model, t.date_column))
@@ -77,13 +85,23 @@ def cannot_fire(spark: Sql, dbt: Dbt, test: VolumeTest) -> str | None:
         return None
     days = test.trailing_days
     # names checked to be identifiers and numbers to be numbers (volume_tests): safe in Jinja and SQL
-    recent = sorted(dbt.show(f"{{{{ backfill_safe.volume_band_figures('{test.relation}', '{test.date_column}',"
-                             f" {days}, {test.recent_days}) }}}}"), key=lambda r: r["day"], reverse=True)
+    recent = sorted(
+        dbt.show(
+            f"{{{{ backfill_safe.volume_band_figures('{test.relation}', '{test.date_column}',"
+            f" {days}, {test.recent_days}) }}}}"
+        ),
+        key=lambda r: r["day"],
+        reverse=True,
+    )
     name = f"{TEST} on {test.model} ({test.date_column})"
     if not recent:
         return f"{name} cannot fire: its table has no rows"
-    if any(r["trailing_days"] >= test.min_history_days and r["trailing_mean"] is not None
-           and r["trailing_mean"] >= test.min_trailing_mean for r in recent):
+    if any(
+        r["trailing_days"] >= test.min_history_days
+        and r["trailing_mean"] is not None
+        and r["trailing_mean"] >= test.min_trailing_mean
+        for r in recent
+    ):
         return None
     latest, why = recent[0], []
     history, median = latest["trailing_days"], latest["trailing_mean"]
@@ -92,8 +110,9 @@ def cannot_fire(spark: Sql, dbt: Dbt, test: VolumeTest) -> str | None:
     elif history < test.min_history_days:
         why.append(f"only {history} dates of history, fewer than min_history_days {test.min_history_days}")
     if median is not None and median < test.min_trailing_mean:
-        why.append(f"its trailing median is {float(median):g} rows a date, below min_trailing_mean "
-                   f"{test.min_trailing_mean:g}")
+        why.append(
+            f"its trailing median is {float(median):g} rows a date, below min_trailing_mean {test.min_trailing_mean:g}"
+        )
     if not why:  # min_history_days 0 and one date: no median to compare with
         why.append("no date before its latest to compare with")
     return f"{name} cannot fire: {'; '.join(why)}"

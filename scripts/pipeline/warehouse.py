@@ -31,8 +31,11 @@ def relations(spark: Sql, schemas: tuple[str, ...] = SCHEMAS) -> list[Relation]:
         if schema not in present:
             continue
         views = {row.viewName for row in spark.sql(f"show views in {schema}").collect() if not row.isTemporary}
-        found += [Relation(schema, row.tableName, row.tableName in views)
-                  for row in spark.sql(f"show tables in {schema}").collect() if not row.isTemporary]
+        found += [
+            Relation(schema, row.tableName, row.tableName in views)
+            for row in spark.sql(f"show tables in {schema}").collect()
+            if not row.isTemporary
+        ]
     return found
 
 

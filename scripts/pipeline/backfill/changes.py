@@ -17,14 +17,18 @@ WINDOW_FIGURES = ("snapshots", "added", "deleted", "added_files", "removed_files
 def _add_summary(totals: dict[str, int], figures: dict[str, str]) -> None:
     """Add one Iceberg summary's (a snapshot's, or one partition's entry in it) records and
     files to a window's `totals`."""
-    for name, key in (("added", "added-records"), ("added_files", "added-data-files"),
-                      ("removed_files", "deleted-data-files")):
+    for name, key in (
+        ("added", "added-records"),
+        ("added_files", "added-data-files"),
+        ("removed_files", "deleted-data-files"),
+    ):
         totals[name] += int(figures.get(key, 0) or 0)
     totals["deleted"] += iceberg.deleted_records(figures)
 
 
-def changes(spark: Sql, tables: list[str], branch: str, started: datetime,
-            finished: datetime) -> dict[str, dict[str, int]]:
+def changes(
+    spark: Sql, tables: list[str], branch: str, started: datetime, finished: datetime
+) -> dict[str, dict[str, int]]:
     """Per table, the sums of the summaries of the snapshots a window committed to `branch`
     (committed_on: the runner is the branch's only writer, and windows run one after
     another)."""
@@ -39,8 +43,9 @@ def changes(spark: Sql, tables: list[str], branch: str, started: datetime,
     return found
 
 
-def changes_in_dates(spark: Sql, dated: dict[str, str], branch: str, window: planning.Window, started: datetime,
-                     finished: datetime) -> dict[str, dict[str, int]]:
+def changes_in_dates(
+    spark: Sql, dated: dict[str, str], branch: str, window: planning.Window, started: datetime, finished: datetime
+) -> dict[str, dict[str, int]]:
     """Per table (-> its event date, which partitions it), the sums of the per-partition
     summaries of the window's dates in the snapshots committed to `branch` while the window
     ran. Windows at once commit to the same branches, so a snapshot's time does not tell
@@ -56,8 +61,11 @@ def changes_in_dates(spark: Sql, dated: dict[str, str], branch: str, window: pla
         for snapshot in committed[table]:
             mine = False
             for key, value in (snapshot.summary or {}).items():
-                fields = dict(part.split("=", 1) for part in key.removeprefix("partitions.").split("/")
-                              if "=" in part) if key.startswith("partitions.") else {}
+                fields = (
+                    dict(part.split("=", 1) for part in key.removeprefix("partitions.").split("/") if "=" in part)
+                    if key.startswith("partitions.")
+                    else {}
+                )
                 day = fields.get(event_date)
                 if day is None or not first <= day < last:
                     continue
@@ -70,8 +78,7 @@ def changes_in_dates(spark: Sql, dated: dict[str, str], branch: str, window: pla
     return found
 
 
-def committed_on(spark: Sql, tables: list[str], branch: str, started: datetime,
-                 finished: datetime) -> dict[str, list]:
+def committed_on(spark: Sql, tables: list[str], branch: str, started: datetime, finished: datetime) -> dict[str, list]:
     """Per table, the snapshots on `branch`'s parent chain committed between `started` and
     `finished` (snapshot_id, parent_id, committed_us, summary), newest first. Read after the
     window, while the next one may already be committing, so the chain is walked from the
@@ -81,7 +88,8 @@ def committed_on(spark: Sql, tables: list[str], branch: str, started: datetime,
     union = " union all ".join(
         f"select '{t}' as table_name, s.snapshot_id, s.parent_id, unix_micros(s.committed_at) as committed_us, s.summary,"
         f" r.snapshot_id as head from {t}.snapshots as s left join {t}.refs as r on r.name = :branch"
-        for t in tables)
+        for t in tables
+    )
     snapshots: dict[str, dict[int, object]] = {t: {} for t in tables}
     heads: dict[str, int | None] = dict.fromkeys(tables)
     for row in spark.sql(union, args={"branch": branch}).collect():

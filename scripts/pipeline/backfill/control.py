@@ -123,9 +123,16 @@ class Control:
         self._sql(
             f"insert into {SCHEMA}.backfill_runs values (:run_id, :status, :start_date, :end_date, :batch_days,"
             " :selection, :models, :reason, :git_commit, :owner, current_timestamp(), current_timestamp(), null, null)",
-            run_id=run.run_id, status=run.status, start_date=run.start_date, end_date=run.end_date,
-            batch_days=run.batch_days, selection=run.selection, models=json.dumps(run.models), reason=run.reason,
-            git_commit=run.git_commit, owner=run.owner,
+            run_id=run.run_id,
+            status=run.status,
+            start_date=run.start_date,
+            end_date=run.end_date,
+            batch_days=run.batch_days,
+            selection=run.selection,
+            models=json.dumps(run.models),
+            reason=run.reason,
+            git_commit=run.git_commit,
+            owner=run.owner,
         )
 
     def set_status(self, run_id: str, status: str, message: str | None = None, finished: bool = False) -> None:
@@ -134,18 +141,25 @@ class Control:
             self._sql(
                 f"update {SCHEMA}.backfill_runs set status = :status, message = :message,"
                 f" heartbeat_at = current_timestamp(), finished_at = {finished_sql} where run_id = :run_id",
-                status=status, message=message, run_id=run_id,
+                status=status,
+                message=message,
+                run_id=run_id,
             )
 
     def heartbeat(self, run_id: str, owner: str) -> None:
         with self._runs_lock:
-            self._sql(f"update {SCHEMA}.backfill_runs set heartbeat_at = current_timestamp(), owner = :owner"
-                      " where run_id = :run_id", owner=owner, run_id=run_id)
+            self._sql(
+                f"update {SCHEMA}.backfill_runs set heartbeat_at = current_timestamp(), owner = :owner"
+                " where run_id = :run_id",
+                owner=owner,
+                run_id=run_id,
+            )
 
     def runs(self, run_id: str | None = None) -> list[Run]:
         where = "where run_id = :run_id" if run_id else ""
-        rows = self._read("backfill_runs", f"select * from {SCHEMA}.backfill_runs {where} order by created_at",
-                          run_id=run_id or "")
+        rows = self._read(
+            "backfill_runs", f"select * from {SCHEMA}.backfill_runs {where} order by created_at", run_id=run_id or ""
+        )
         return [Run(**{**row.asDict(), "models": json.loads(row.models)}) for row in rows]
 
     def active_runs(self) -> list[Run]:
@@ -169,7 +183,9 @@ class Control:
             " select *, row_number() over (partition by window_index"
             "  order by recorded_at desc, case status when 'done' then 0 else 1 end) as _latest"
             f" from {SCHEMA}.backfill_window_events where run_id = :run_id"
-            ") where _latest = 1 order by window_index", run_id=run_id)
+            ") where _latest = 1 order by window_index",
+            run_id=run_id,
+        )
 
     def window_done(self, run_id: str, window, started_at: datetime, finished_at: datetime, stats: dict) -> None:
         self._window_ended(run_id, window, "done", started_at, finished_at, stats)
@@ -182,37 +198,68 @@ class Control:
     def window_failed(self, run_id: str, window, started_at: datetime, finished_at: datetime, error: str) -> None:
         self._window_ended(run_id, window, "failed", started_at, finished_at, {"error": error})
 
-    def _window_ended(self, run_id: str, window, status: str, started_at: datetime, finished_at: datetime,
-                      stats: dict) -> None:
-        self._sql(f"insert into {SCHEMA}.backfill_window_events values (:run_id, :i, :s, :e, :status, :started,"
-                  " :finished, :stats, current_timestamp())",
-                  run_id=run_id, i=window.index, s=window.start, e=window.end, status=status, started=started_at,
-                  finished=finished_at, stats=json.dumps(stats, sort_keys=True))
+    def _window_ended(
+        self, run_id: str, window, status: str, started_at: datetime, finished_at: datetime, stats: dict
+    ) -> None:
+        self._sql(
+            f"insert into {SCHEMA}.backfill_window_events values (:run_id, :i, :s, :e, :status, :started,"
+            " :finished, :stats, current_timestamp())",
+            run_id=run_id,
+            i=window.index,
+            s=window.start,
+            e=window.end,
+            status=status,
+            started=started_at,
+            finished=finished_at,
+            stats=json.dumps(stats, sort_keys=True),
+        )
 
-    def record_window_runs(self, run_id: str, window, invocation_id: str, started_at: datetime,
-                           finished_at: datetime, stats: dict) -> None:
+    def record_window_runs(
+        self, run_id: str, window, invocation_id: str, started_at: datetime, finished_at: datetime, stats: dict
+    ) -> None:
         """One row per table of a finished window in control.run_records (the table record_runs
         fills for daily runs; created by the ensure_control_tables macro), in one commit. The
         watermark is the daily pipeline's, which a backfill never moves: before = after."""
-        selects, args = [], {"run_id": run_id, "inv": invocation_id, "started": started_at,
-                             "finished": finished_at, "ws": window.start, "we": window.end,
-                             "message": f"backfill {run_id} window {window.index + 1}"}
+        selects, args = (
+            [],
+            {
+                "run_id": run_id,
+                "inv": invocation_id,
+                "started": started_at,
+                "finished": finished_at,
+                "ws": window.start,
+                "we": window.end,
+                "message": f"backfill {run_id} window {window.index + 1}",
+            },
+        )
         for n, (table, figures) in enumerate(sorted(stats.items())):
             selects.append(
                 f"select :inv as invocation_id, :m{n} as model_name, :t{n} as relation_name, :started as started_at,"
                 f" :finished as finished_at, :ws as window_start, :we as window_end, cast(:s{n} as int) as snapshots,"
                 f" cast(:a{n} as bigint) as added, cast(:d{n} as bigint) as deleted, cast(:af{n} as bigint) as added_files,"
-                f" cast(:rf{n} as bigint) as removed_files, cast(:p{n} as bigint) as partitions")
-            args.update({f"m{n}": table.split(".")[-1], f"t{n}": table, f"s{n}": figures["snapshots"],
-                         f"a{n}": figures["added"], f"d{n}": figures["deleted"], f"af{n}": figures["added_files"],
-                         f"rf{n}": figures["removed_files"], f"p{n}": figures["changed_partitions"]})
+                f" cast(:rf{n} as bigint) as removed_files, cast(:p{n} as bigint) as partitions"
+            )
+            args.update(
+                {
+                    f"m{n}": table.split(".")[-1],
+                    f"t{n}": table,
+                    f"s{n}": figures["snapshots"],
+                    f"a{n}": figures["added"],
+                    f"d{n}": figures["deleted"],
+                    f"af{n}": figures["added_files"],
+                    f"rf{n}": figures["removed_files"],
+                    f"p{n}": figures["changed_partitions"],
+                }
+            )
         self._sql(
             f"insert into {SCHEMA}.run_records select r.invocation_id, r.model_name, r.relation_name, 'success',"
             " r.started_at, r.finished_at, r.window_start, r.window_end, w.watermark_ts, w.watermark_ts,"
             " unix_timestamp(current_timestamp()) - unix_timestamp(w.watermark_ts), r.snapshots, r.added, r.deleted,"
             " r.added_files, r.removed_files, r.partitions, :message, current_timestamp()"
             f" from ({' union all '.join(selects)}) as r left join {SCHEMA}.etl_watermark as w"
-            " on r.model_name = w.pipeline_name", **args)
+            " on r.model_name = w.pipeline_name",
+            **args,
+        )
 
     # -- tables ------------------------------------------------------------------------------
     def add_tables(self, run_id: str, branch: str, base_snapshot_ids: dict[str, int | None]) -> None:
@@ -224,27 +271,47 @@ class Control:
         self._sql(f"insert into {SCHEMA}.backfill_tables values {', '.join(rows)}", **args)
 
     def tables(self, run_id: str) -> list:
-        return self._read("backfill_tables", f"select * from {SCHEMA}.backfill_tables where run_id = :run_id"
-                          " order by table_name", run_id=run_id)
+        return self._read(
+            "backfill_tables",
+            f"select * from {SCHEMA}.backfill_tables where run_id = :run_id order by table_name",
+            run_id=run_id,
+        )
 
     def rebase_table(self, run_id: str, table: str, base: int | None) -> None:
         """The table's branch was cut again, from main at `base`."""
-        self._sql(f"update {SCHEMA}.backfill_tables set base_snapshot_id = cast(:base as bigint)"
-                  " where run_id = :run_id and table_name = :t", base=base, run_id=run_id, t=table)
+        self._sql(
+            f"update {SCHEMA}.backfill_tables set base_snapshot_id = cast(:base as bigint)"
+            " where run_id = :run_id and table_name = :t",
+            base=base,
+            run_id=run_id,
+            t=table,
+        )
 
     def table_published(self, run_id: str, table: str, pre: int, published: int) -> None:
-        self._sql(f"update {SCHEMA}.backfill_tables set pre_publish_snapshot_id = :pre, published_snapshot_id = :pub"
-                  " where run_id = :run_id and table_name = :t", pre=pre, pub=published, run_id=run_id, t=table)
+        self._sql(
+            f"update {SCHEMA}.backfill_tables set pre_publish_snapshot_id = :pre, published_snapshot_id = :pub"
+            " where run_id = :run_id and table_name = :t",
+            pre=pre,
+            pub=published,
+            run_id=run_id,
+            t=table,
+        )
 
     # -- the plan a run was applied from -------------------------------------------------------
     def record_plan(self, run_id: str, plan_hash: str, plan_file: str, plan: str) -> None:
-        self._sql(f"insert into {SCHEMA}.backfill_plans values (:run_id, :hash, :file, :plan, current_timestamp())",
-                  run_id=run_id, hash=plan_hash, file=plan_file, plan=plan)
+        self._sql(
+            f"insert into {SCHEMA}.backfill_plans values (:run_id, :hash, :file, :plan, current_timestamp())",
+            run_id=run_id,
+            hash=plan_hash,
+            file=plan_file,
+            plan=plan,
+        )
 
     def plan(self, run_id: str):
         """The plan a run was applied from (plan_hash, plan_file, plan), or None."""
-        rows = self._read("backfill_plans", f"select * from {SCHEMA}.backfill_plans where run_id = :run_id",
-                          run_id=run_id)
+        rows = self._read(
+            "backfill_plans", f"select * from {SCHEMA}.backfill_plans where run_id = :run_id", run_id=run_id
+        )
         return rows[0] if rows else None
 
     # -- a restatement's figures per date ---------------------------------------------------------
@@ -252,50 +319,89 @@ class Control:
         """(model, event_date, figure, late_keys, before, announced, after) rows, in one commit;
         None (null) for the date of a model with no event date (its whole table's figures) and
         for what was not announced (a model over models: recomputed by the restatement)."""
+
         def text(value) -> str | None:
             return None if value is None else str(value)
 
-        self._append("backfill_date_figures", run_id, [
-            (model, text(day), figure, int(keys), text(before), text(announced), text(after))
-            for model, day, figure, keys, before, announced, after in rows],
-            (None, "date", None, None, "decimal(38, 6)", "decimal(38, 6)", "decimal(38, 6)"))
+        self._append(
+            "backfill_date_figures",
+            run_id,
+            [
+                (model, text(day), figure, int(keys), text(before), text(announced), text(after))
+                for model, day, figure, keys, before, announced, after in rows
+            ],
+            (None, "date", None, None, "decimal(38, 6)", "decimal(38, 6)", "decimal(38, 6)"),
+        )
 
     def date_figures(self, run_id: str) -> list:
-        return self._read("backfill_date_figures", f"select * from {SCHEMA}.backfill_date_figures"
-                          " where run_id = :run_id order by model_name, event_date, figure", run_id=run_id)
+        return self._read(
+            "backfill_date_figures",
+            f"select * from {SCHEMA}.backfill_date_figures"
+            " where run_id = :run_id order by model_name, event_date, figure",
+            run_id=run_id,
+        )
 
     # -- the gate's results ----------------------------------------------------------------------
     def record_gate(self, run_id: str, rows: list[tuple[str, str | None, str | None, str, int | None]]) -> None:
         """(test name, generic test (its macro's name) or None, model name, status, failures) rows,
         in one commit."""
-        self._append("backfill_gate_results", run_id, [
-            (test, kind, model, status, None if failures is None else int(failures))
-            for test, kind, model, status, failures in rows], (None, None, None, None, "bigint"))
+        self._append(
+            "backfill_gate_results",
+            run_id,
+            [
+                (test, kind, model, status, None if failures is None else int(failures))
+                for test, kind, model, status, failures in rows
+            ],
+            (None, None, None, None, "bigint"),
+        )
 
     # -- what stands downstream after a publish or a rollback -----------------------------------
-    def record_downstream(self, run_id: str, event: str,
-                          rows: list[tuple[str, str, str | None, str | None, str, str | None, int | None]]) -> None:
+    def record_downstream(
+        self, run_id: str, event: str, rows: list[tuple[str, str, str | None, str | None, str, str | None, int | None]]
+    ) -> None:
         """(resource type, name, model name, materialization, status, detail, failures) rows of
         one event ('published', 'rolled_back') of a run, in one commit."""
-        self._append("backfill_downstream", run_id, [
-            (event, kind, name, model, materialized, status, detail, None if failures is None else int(failures))
-            for kind, name, model, materialized, status, detail, failures in rows],
-            (None, None, None, None, None, None, None, "bigint"))
+        self._append(
+            "backfill_downstream",
+            run_id,
+            [
+                (event, kind, name, model, materialized, status, detail, None if failures is None else int(failures))
+                for kind, name, model, materialized, status, detail, failures in rows
+            ],
+            (None, None, None, None, None, None, None, "bigint"),
+        )
 
     def downstream(self, run_id: str, event: str | None = None) -> list:
         """What a run recorded downstream, for one event or all, in order of event and node."""
         return self._read(
-            "backfill_downstream", f"select * from {SCHEMA}.backfill_downstream where run_id = :run_id"
+            "backfill_downstream",
+            f"select * from {SCHEMA}.backfill_downstream where run_id = :run_id"
             " and (:event = '' or event = :event) order by recorded_at, case resource_type when 'exposure' then 0"
-            " when 'model' then 1 else 2 end, name", run_id=run_id, event=event or "")
+            " when 'model' then 1 else 2 end, name",
+            run_id=run_id,
+            event=event or "",
+        )
 
     # -- sign-offs of rows held beyond their restatement window ---------------------------------
-    def record_signoff(self, signoff_id: str, signed_by: str, reason: str, approved_hash: str,
-                       keys: list[tuple[str, str, str, object]], impact: str) -> None:
+    def record_signoff(
+        self,
+        signoff_id: str,
+        signed_by: str,
+        reason: str,
+        approved_hash: str,
+        keys: list[tuple[str, str, str, object]],
+        impact: str,
+    ) -> None:
         """(model, unique key, problem, restate date) rows of one sign-off, in one commit."""
-        self._append("restatement_signoffs", signoff_id, [
-            (signed_by, reason, approved_hash, model, key, problem, None if day is None else str(day), impact)
-            for model, key, problem, day in keys], (None, None, None, None, None, None, "date", None))
+        self._append(
+            "restatement_signoffs",
+            signoff_id,
+            [
+                (signed_by, reason, approved_hash, model, key, problem, None if day is None else str(day), impact)
+                for model, key, problem, day in keys
+            ],
+            (None, None, None, None, None, None, "date", None),
+        )
 
     def record_signoff_uses(self, run_id: str, uses: list[tuple[str, str]]) -> None:
         """(sign-off id, model) pairs a restatement run restates, in one commit."""
@@ -303,14 +409,21 @@ class Control:
 
     def record_gate_exclusions(self, run_id: str, dates: list, reason: str) -> None:
         """The event dates a run's gate leaves out, in one commit."""
-        self._append("backfill_gate_exclusions", run_id, [(str(day), reason) for day in sorted(set(dates))],
-                     ("date", None))
+        self._append(
+            "backfill_gate_exclusions", run_id, [(str(day), reason) for day in sorted(set(dates))], ("date", None)
+        )
 
     def gate_exclusions(self, run_id: str) -> list:
         """The event dates a run's gate leaves out (date objects), in order."""
-        return [r.event_date for r in self._read(
-            "backfill_gate_exclusions", f"select distinct event_date from {SCHEMA}.backfill_gate_exclusions"
-            " where run_id = :run_id order by event_date", run_id=run_id)]
+        return [
+            r.event_date
+            for r in self._read(
+                "backfill_gate_exclusions",
+                f"select distinct event_date from {SCHEMA}.backfill_gate_exclusions"
+                " where run_id = :run_id order by event_date",
+                run_id=run_id,
+            )
+        ]
 
     def signoffs(self) -> list:
         """Every sign-off, one row each: who, when, why, the hash approved, its keys, models and
@@ -329,7 +442,8 @@ class Control:
             f" left join {SCHEMA}.restatement_signoff_uses as u on u.signoff_id = s.signoff_id"
             " and u.model_name = s.model_name"
             f" left join {SCHEMA}.backfill_runs as r on r.run_id = u.run_id and r.status = 'published'"
-            " group by s.signoff_id order by signed_at")
+            " group by s.signoff_id order by signed_at",
+        )
 
     def _append(self, table: str, run_id: str, rows: list[tuple], casts: tuple[str | None, ...]) -> None:
         """Rows of `table` in one commit: the run id, each row's values as bound parameters (cast
@@ -346,5 +460,9 @@ class Control:
         self._sql(f"insert into {SCHEMA}.{table} values {', '.join(values)}", **args)
 
     def table_rolled_back(self, run_id: str, table: str) -> None:
-        self._sql(f"update {SCHEMA}.backfill_tables set rolled_back_at = current_timestamp()"
-                  " where run_id = :run_id and table_name = :t", run_id=run_id, t=table)
+        self._sql(
+            f"update {SCHEMA}.backfill_tables set rolled_back_at = current_timestamp()"
+            " where run_id = :run_id and table_name = :t",
+            run_id=run_id,
+            t=table,
+        )

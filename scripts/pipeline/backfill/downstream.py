@@ -13,8 +13,9 @@ from pipeline.engine import Sql
 from pipeline.manifest import downstream_of, tested_models
 
 
-def check(dbt: Dbt, control: Control, console: Console, run_id: str, models: list[str], event: str,
-          rebuild: bool) -> None:
+def check(
+    dbt: Dbt, control: Control, console: Console, run_id: str, models: list[str], event: str, rebuild: bool
+) -> None:
     """After a publish or a rollback changed `models`' tables: what reads them is checked and
     recorded (control.backfill_downstream). Views read the new rows; tables and incremental
     models that are not of the framework's kind hold what they read before, so they are
@@ -39,15 +40,25 @@ def check(dbt: Dbt, control: Control, console: Console, run_id: str, models: lis
                 rows.append(("exposure", node.name, None, None, "to refresh", node.detail, None))
                 continue
             status, message = rebuilt.get(node.name) or (
-                ("stale", None) if node.refresh in stale or node.refresh == "backfill" else ("current", None))
+                ("stale", None) if node.refresh in stale or node.refresh == "backfill" else ("current", None)
+            )
             rows.append(("model", node.name, node.name, node.materialized, status, message or node.detail, None))
         # one dbt invocation, when any downstream model has a data test
         tested = tested_models([n.name for n in found if n.resource_type == "model"])
         if tested:
             for n in dbt.invoke("test", "--select", *tested, check=False):
                 if n.resource_type == "test":
-                    rows.append(("test", n.name, n.attached_node.split(".")[2] if n.attached_node else None,
-                                 None, n.status, n.generic_test, n.failures))
+                    rows.append(
+                        (
+                            "test",
+                            n.name,
+                            n.attached_node.split(".")[2] if n.attached_node else None,
+                            None,
+                            n.status,
+                            n.generic_test,
+                            n.failures,
+                        )
+                    )
     except Exception as error:  # the event stands; what could not be checked is recorded
         rows.append(("error", "downstream health", None, None, "error", str(error)[:2000], None))
     if rows:
@@ -64,8 +75,11 @@ def _rebuild(dbt: Dbt, stale: dict[str, list[str]]) -> dict[str, tuple[str, str 
             extra = ("--full-refresh",) if refresh == "full refresh" else ()
             for n in dbt.invoke("run", *extra, "--select", *names, check=False):
                 if n.resource_type == "model":
-                    rebuilt[n.name] = ("rebuilt", None) if n.status == "success" else \
-                        ("rebuild failed", f"{n.status}: {n.message or ''}"[:500])
+                    rebuilt[n.name] = (
+                        ("rebuilt", None)
+                        if n.status == "success"
+                        else ("rebuild failed", f"{n.status}: {n.message or ''}"[:500])
+                    )
     return rebuilt
 
 
@@ -76,8 +90,10 @@ def show(console: Console, event: str, rows: list[tuple]) -> None:
         return
     consumers = [r for r in rows if r[0] == "exposure"]
     if consumers:
-        console.print("[yellow]consumers to refresh[/] (exposures): "
-                      + "; ".join(f"{r[1]} ({r[5]})" if r[5] else r[1] for r in consumers))
+        console.print(
+            "[yellow]consumers to refresh[/] (exposures): "
+            + "; ".join(f"{r[1]} ({r[5]})" if r[5] else r[1] for r in consumers)
+        )
     for kind, name, _model, materialized, status, detail, _failures in rows:
         if kind == "model" and status != "current":
             colour = "green" if status == "rebuilt" else "red" if status == "rebuild failed" else "yellow"
@@ -85,8 +101,10 @@ def show(console: Console, event: str, rows: list[tuple]) -> None:
     tests = [r for r in rows if r[0] == "test"]
     failing = [r for r in tests if r[4] not in ("pass", "warn")]
     if tests:
-        console.print(f"downstream data tests: {len(tests) - len(failing)} passed, {len(failing)} failed"
-                      + "".join(f"\n  [red]{r[4]}[/] {r[1]} ({r[6]})" for r in failing))
+        console.print(
+            f"downstream data tests: {len(tests) - len(failing)} passed, {len(failing)} failed"
+            + "".join(f"\n  [red]{r[4]}[/] {r[1]} ({r[6]})" for r in failing)
+        )
     for row in (r for r in rows if r[0] == "error"):
         console.print(f"[red]downstream not checked[/]: {row[5]}")
 
@@ -94,9 +112,10 @@ def show(console: Console, event: str, rows: list[tuple]) -> None:
 def failed(spark: Sql, run_id: str, event: str = "published") -> bool:
     """A data test downstream failed, a rebuild failed, or the check itself did, after the
     latest `event` of the run."""
-    return any((r.resource_type == "test" and r.status not in ("pass", "warn"))
-               or r.status in ("rebuild failed", "error")
-               for r in Control(spark).downstream(run_id, event))
+    return any(
+        (r.resource_type == "test" and r.status not in ("pass", "warn")) or r.status in ("rebuild failed", "error")
+        for r in Control(spark).downstream(run_id, event)
+    )
 
 
 def note_lines(rows: list) -> list[str]:
@@ -111,7 +130,9 @@ def note_lines(rows: list) -> list[str]:
     if refreshed:
         lines.append("  downstream models: " + "; ".join(f"{r.name} {r.status}" for r in refreshed))
     if tests:
-        lines.append(f"  downstream data tests: {len(tests) - len(failing)} passed, {len(failing)} failed"
-                     + "".join(f"; {r.name} {r.status} ({r.failures})" for r in failing))
+        lines.append(
+            f"  downstream data tests: {len(tests) - len(failing)} passed, {len(failing)} failed"
+            + "".join(f"; {r.name} {r.status} ({r.failures})" for r in failing)
+        )
     lines.extend(f"  downstream not checked: {r.detail}" for r in rows if r.resource_type == "error")
     return lines

@@ -30,14 +30,17 @@ from pipeline.manifest import incremental_models
 # what a window's dbt run says when a concurrent commit refused its own (Iceberg's optimistic
 # concurrency: the commit validated against the table's newer snapshot and found a conflicting
 # change, or ran out of Iceberg's own retries): the window runs again, a bounded number of times
-COMMIT_CONFLICT = re.compile(r"ValidationException|CommitFailedException|[Ff]ound conflicting|"
-                             r"[Cc]onflicting (files|delete files|data files)|Cannot commit")
+COMMIT_CONFLICT = re.compile(
+    r"ValidationException|CommitFailedException|[Ff]ound conflicting|"
+    r"[Cc]onflicting (files|delete files|data files)|Cannot commit"
+)
 
 
 @dataclass
 class Outcome:
     """How a run's windows ended: those that failed, and why the run paused (and the window it
     paused before), if it did."""
+
     failed: list[planning.Window] = field(default_factory=list)
     paused: str | None = None
     paused_before: planning.Window | None = None
@@ -46,6 +49,7 @@ class Outcome:
 @dataclass
 class Hooks:
     """What the runner lets a caller (its tests) do around windows, and how it asks the lane."""
+
     # called just before a window's dbt run (tests use it to make one window's run fail)
     before_window: Callable[[planning.Window], None] | None
     # called between windows once the window's checkpoint is durable (tests use it to stop a
@@ -69,8 +73,19 @@ def restated_by_key(run: Run) -> list[str]:
 class Windows:
     """The windows of one run, executed (`run`): the ones not done yet, in turn or at once."""
 
-    def __init__(self, dbt: Dbt, spark: Sql, console: Console, control: Control, run: Run, windows: list,
-                 tables: list[str], hooks: Hooks, parallel: int, conflict_retries: int) -> None:
+    def __init__(
+        self,
+        dbt: Dbt,
+        spark: Sql,
+        console: Console,
+        control: Control,
+        run: Run,
+        windows: list,
+        tables: list[str],
+        hooks: Hooks,
+        parallel: int,
+        conflict_retries: int,
+    ) -> None:
         self.dbt, self.spark, self.console, self.control = dbt, spark, console, control
         self.run_id = run.run_id
         self.models = run.models
@@ -83,8 +98,11 @@ class Windows:
         self.by_key = restated_by_key(run)
         # how long a window takes: the longest so far (this process's and the run's
         # recorded ones), to tell whether the next one would run into not_during
-        self.took = [(w.finished_at - w.started_at).total_seconds() for w in windows
-                     if w.status == "done" and w.started_at and w.finished_at]
+        self.took = [
+            (w.finished_at - w.started_at).total_seconds()
+            for w in windows
+            if w.status == "done" and w.started_at and w.finished_at
+        ]
         self._progress: Progress | None = None
         self._task: TaskID | None = None
 
@@ -96,23 +114,26 @@ class Windows:
         workers) however the caller's block ends."""
         from pipeline.backfill import parallel
 
-        todo = [planning.Window(w.window_index, w.window_start, w.window_end) for w in self.windows
-                if w.status != "done"]
+        todo = [
+            planning.Window(w.window_index, w.window_start, w.window_end) for w in self.windows if w.status != "done"
+        ]
         # a window's checkpoint (its snapshot summaries and one control-table commit) is
         # written by a worker while the next window runs: at most one in flight, and a
         # window whose checkpoint a crash lost is simply run again (the MERGE is idempotent)
         checkpoints = cleanup.enter_context(ThreadPoolExecutor(1, thread_name_prefix=f"checkpoint-{self.run_id}"))
         with Progress(console=self.console, transient=False) as progress:
             self._progress = progress
-            self._task = progress.add_task(f"{self.run_id} windows", total=self.count,
-                                           completed=self.count - len(todo))
+            self._task = progress.add_task(f"{self.run_id} windows", total=self.count, completed=self.count - len(todo))
             first, later = parallel.split_for(self.spark, self.models) if self.parallel > 1 else ([], {})
             if first:
                 return parallel.run_at_once(self, todo, first, later, cleanup)
             if self.parallel > 1:
-                self.console.print(f"[yellow]note:[/] --parallel {self.parallel}: no model of this run "
-                                   "may run its windows at once, so they run one after another ("
-                                   + "; ".join(f"{name}: {why}" for name, why in later.items()) + ")")
+                self.console.print(
+                    f"[yellow]note:[/] --parallel {self.parallel}: no model of this run "
+                    "may run its windows at once, so they run one after another ("
+                    + "; ".join(f"{name}: {why}" for name, why in later.items())
+                    + ")"
+                )
             return self._in_turn(todo, checkpoints)
 
     def _in_turn(self, todo: list[planning.Window], checkpoints: ThreadPoolExecutor) -> Outcome:
@@ -145,8 +166,15 @@ class Windows:
             pending.result()
         return outcome
 
-    def checkpoint(self, window: planning.Window, invocation: str, started: datetime, finished: datetime,
-                   stats: dict | None = None, earlier: dict | None = None) -> None:
+    def checkpoint(
+        self,
+        window: planning.Window,
+        invocation: str,
+        started: datetime,
+        finished: datetime,
+        stats: dict | None = None,
+        earlier: dict | None = None,
+    ) -> None:
         """The window done: `stats` (default: its time's snapshots of every table) and `earlier`
         (what a parallel run's first models recorded) in its event."""
         if stats is None:
@@ -158,7 +186,8 @@ class Windows:
         self.console.print(
             f"window {window.index + 1}/{self.count} {window.start} .. {window.end} done in "
             f"{(finished - started).total_seconds():.1f} s: "
-            + ", ".join(f"{t} +{c['added']}/-{c['deleted']}" for t, c in stats.items()))
+            + ", ".join(f"{t} +{c['added']}/-{c['deleted']}" for t, c in stats.items())
+        )
 
     def run_window(self, models: list[str], window: planning.Window) -> str | None:
         """One window's `dbt run --vars` on the run's branches, in this process; run again when a
@@ -169,9 +198,21 @@ class Windows:
                 # --no-populate-cache: the MERGE looks up its one target table lazily, instead of
                 # dbt listing every schema of the project first (~0.35 s a window)
                 by_key = [name for name in self.by_key if name in models] if window.index == 0 else []
-                self.dbt.invoke("run", "--no-write-json", "--no-populate-cache", "--select", *models,
-                                "--vars", json.dumps({**window.dbt_vars, "backfill_branch": self.run_id,
-                                                      **({"restate_by_key": by_key} if by_key else {})}))
+                self.dbt.invoke(
+                    "run",
+                    "--no-write-json",
+                    "--no-populate-cache",
+                    "--select",
+                    *models,
+                    "--vars",
+                    json.dumps(
+                        {
+                            **window.dbt_vars,
+                            "backfill_branch": self.run_id,
+                            **({"restate_by_key": by_key} if by_key else {}),
+                        }
+                    ),
+                )
                 return None
             except DbtError as error:
                 detail = "; ".join(error.failures) or str(error)  # the models' errors
@@ -180,12 +221,15 @@ class Windows:
                 return failure
             attempt += 1
 
-    def window_failed(self, window: planning.Window, started: datetime, finished: datetime,
-                      detail: str) -> planning.Window:
+    def window_failed(
+        self, window: planning.Window, started: datetime, finished: datetime, detail: str
+    ) -> planning.Window:
         """Record and print a window's failure (`detail`: why); the window."""
         self.control.window_failed(self.run_id, window, started, finished, detail[:2000])
-        self.console.print(f"[red]window {window.index + 1}/{self.count} {window.start} .. {window.end} failed[/]: "
-                           f"{escape(detail[:1000])}")
+        self.console.print(
+            f"[red]window {window.index + 1}/{self.count} {window.start} .. {window.end} failed[/]: "
+            f"{escape(detail[:1000])}"
+        )
         return window
 
     def after_conflict(self, detail: str, window: planning.Window, attempt: int) -> str | None:
@@ -196,9 +240,13 @@ class Windows:
         if conflict is None:
             return detail
         if attempt >= self.conflict_retries:
-            return (f"refused by concurrent commits ({conflict.group(0)}) {attempt + 1} times, retried "
-                    f"{self.conflict_retries} times (Backfill.conflict_retries): {detail}")
-        self.console.print(f"[yellow]window {window.index + 1}/{self.count} {window.start} .. {window.end} refused "
-                           f"by a concurrent commit[/] ({escape(conflict.group(0))}): running it again "
-                           f"({attempt + 1} of {self.conflict_retries})")
+            return (
+                f"refused by concurrent commits ({conflict.group(0)}) {attempt + 1} times, retried "
+                f"{self.conflict_retries} times (Backfill.conflict_retries): {detail}"
+            )
+        self.console.print(
+            f"[yellow]window {window.index + 1}/{self.count} {window.start} .. {window.end} refused "
+            f"by a concurrent commit[/] ({escape(conflict.group(0))}): running it again "
+            f"({attempt + 1} of {self.conflict_retries})"
+        )
         return None

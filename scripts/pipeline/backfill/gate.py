@@ -15,8 +15,10 @@ from pipeline.dbt import Dbt, NodeResult
 from pipeline.engine import Sql, ThriftSql
 
 # the framework's reconciliation tests whose failing rows carry a date: its column
-_DATED_TESTS = {"reconcile_daily_totals": "reconciled_date",
-                "no_unloaded_changes": "coalesce(restate_date, event_date)"}
+_DATED_TESTS = {
+    "reconcile_daily_totals": "reconciled_date",
+    "no_unloaded_changes": "coalesce(restate_date, event_date)",
+}
 _DATES_SHOWN = 5  # a gate's message is kept to 2,000 characters
 
 
@@ -35,12 +37,14 @@ def date_ranges(windows: list) -> list[list[str]]:
 @dataclass
 class Verdict:
     """The gate's tests that failed (not pass, not warn), with the dates each names."""
+
     failed: list[NodeResult] = field(default_factory=list)
     dated: dict[str, str] = field(default_factory=dict)
 
 
-def run(dbt: Dbt, spark: Sql, console: Console, control: Control, run_id: str, models: list[str],
-        windows: list) -> Verdict:
+def run(
+    dbt: Dbt, spark: Sql, console: Console, control: Control, run_id: str, models: list[str], windows: list
+) -> Verdict:
     """Run the gate of `run_id` (its recorded `windows`) on its branches and record it."""
     if not isinstance(spark, ThriftSql):
         # the embedded session is every dbt connection's: the gate's tests read the
@@ -52,14 +56,23 @@ def run(dbt: Dbt, spark: Sql, console: Console, control: Control, run_id: str, m
     # restatement's gate leaves out the dates of the late rows it held (pending
     # sign-off): not its to fix (macro backfill_gate_dates)
     excluded = [str(d) for d in control.gate_exclusions(run_id)]
-    gate_vars = {"backfill_branch": run_id, "backfill_gate_windows": date_ranges(windows),
-                 **({"backfill_gate_excluded_dates": excluded} if excluded else {})}
-    tests = [n for n in dbt.invoke("test", "--select", *models, "--vars", json.dumps(gate_vars), check=False)
-             if n.resource_type == "test"]
-    control.record_gate(run_id, [
-        (n.name, n.generic_test, n.attached_node.split(".")[2] if n.attached_node else None, n.status,
-         n.failures)
-        for n in tests])
+    gate_vars = {
+        "backfill_branch": run_id,
+        "backfill_gate_windows": date_ranges(windows),
+        **({"backfill_gate_excluded_dates": excluded} if excluded else {}),
+    }
+    tests = [
+        n
+        for n in dbt.invoke("test", "--select", *models, "--vars", json.dumps(gate_vars), check=False)
+        if n.resource_type == "test"
+    ]
+    control.record_gate(
+        run_id,
+        [
+            (n.name, n.generic_test, n.attached_node.split(".")[2] if n.attached_node else None, n.status, n.failures)
+            for n in tests
+        ],
+    )
     # a test of severity warn (the volume alerts) is reported, not a reason to withhold
     failed = [n for n in tests if n.status not in ("pass", "warn")]
     # the dates a failing reconciliation names, read on the branch while it is set
@@ -75,10 +88,12 @@ def message(verdict: Verdict, windows: list, behind: list[tuple[str, str]]) -> s
     text = "; ".join(f"{n.name}: {n.status} ({n.failures}){verdict.dated.get(n.name, '')}" for n in verdict.failed)
     text += f" (the run restated {', '.join(f'[{s}, {e})' for s, e in date_ranges(windows))})"
     if behind:
-        text += ("; behind their upstream before this run, so their other dates differ too: "
-                 + "; ".join(f"{name} ({why})" for name, why in behind)
-                 + f": run them first (dbt run --select {' '.join(name for name, _ in behind)}),"
-                   " then this again")
+        text += (
+            "; behind their upstream before this run, so their other dates differ too: "
+            + "; ".join(f"{name} ({why})" for name, why in behind)
+            + f": run them first (dbt run --select {' '.join(name for name, _ in behind)}),"
+            " then this again"
+        )
     return text
 
 
@@ -89,8 +104,10 @@ def failing_dates(spark: Sql, run_id: str, test: NodeResult, ranges: list[list[s
     column = _DATED_TESTS.get(test.generic_test or "")
     if column is None or not test.compiled_code:
         return ""
-    query = (f"select distinct cast({column} as string) as failing_date from ({test.compiled_code}) as failing"
-             f" where {column} is not null order by 1 limit {_DATES_SHOWN + 1}")
+    query = (
+        f"select distinct cast({column} as string) as failing_date from ({test.compiled_code}) as failing"
+        f" where {column} is not null order by 1 limit {_DATES_SHOWN + 1}"
+    )
     thrift = isinstance(spark, ThriftSql)
     try:
         if thrift:  # this thread's own connection reads the branch, as the test's did
@@ -104,6 +121,8 @@ def failing_dates(spark: Sql, run_id: str, test: NodeResult, ranges: list[list[s
             spark.conf.unset("spark.wap.branch")
     if not dates:
         return ""
-    shown = [f"{d} ({'in the restated window' if any(s <= d < e for s, e in ranges) else 'outside it'})"
-             for d in dates[:_DATES_SHOWN]]
+    shown = [
+        f"{d} ({'in the restated window' if any(s <= d < e for s, e in ranges) else 'outside it'})"
+        for d in dates[:_DATES_SHOWN]
+    ]
     return " on " + ", ".join(shown) + (", ..." if len(dates) > _DATES_SHOWN else "")

@@ -28,6 +28,7 @@ class DateImpact:
     (`via`: those), `restated` is None: its rows are recomputed from the restated upstream rows,
     which only the restatement computes (recorded with the run, `pipeline status RUN_ID`); its
     `event_date` is None when it has none, and the figures are then the whole table's."""
+
     model: str
     event_date: date | None
     keys: int  # late keys on this date (current or held); reached keys for a model over models
@@ -44,6 +45,7 @@ class Reached:
     through `via` (its upstream models among the restated and the reached): its scope keys that
     those keys' rows hold, before or after the restatement (`scope_keys`, a select of them), and
     its own keys (unique keys) on them: how many, the event dates they are on, a sample."""
+
     model: IncrementalModel
     via: tuple[str, ...]
     scope_keys: str
@@ -72,29 +74,45 @@ def impact_entries(impacts: list[DateImpact]) -> list[dict]:
     """The cost of the missed window as a plan file and a sign-off record it: per model and
     date, the late keys and each figure as held and as restated (None: a model over models,
     which only the restatement computes)."""
-    return [{"model": i.model, "date": None if i.event_date is None else str(i.event_date), "late_keys": i.keys,
-             "figures": {name: {"held": plain(held), "restated": None if i.restated is None else plain(after)}
-                         for name, held, after in zip(i.figures, i.held, i.restated or (None,) * len(i.held))}}
-            for i in impacts]
+    return [
+        {
+            "model": i.model,
+            "date": None if i.event_date is None else str(i.event_date),
+            "late_keys": i.keys,
+            "figures": {
+                name: {"held": plain(held), "restated": None if i.restated is None else plain(after)}
+                for name, held, after in zip(i.figures, i.held, i.restated or (None,) * len(i.held))
+            },
+        }
+        for i in impacts
+    ]
 
 
 def impact_table(impacts: list[DateImpact]) -> Table:
     """restate_impact as a table: per model and date, each figure held -> after the restate."""
-    table = Table(title="the cost of the missed window: each date's figures as the table holds them -> "
-                        "as they will be after the restatement")
+    table = Table(
+        title="the cost of the missed window: each date's figures as the table holds them -> "
+        "as they will be after the restatement"
+    )
     for column in ("model", "date", "late keys", "figures (held -> restated, difference)", "sample of keys"):
         table.add_column(column, justify="right" if column == "late keys" else "left")
     for impact in impacts:
         if impact.restated is None:
             figures = "; ".join(f"{name} {held}" for name, held in zip(impact.figures, impact.held)) + (
-                f" -> recomputed from the restated {', '.join(impact.via)} (recorded with the run)")
+                f" -> recomputed from the restated {', '.join(impact.via)} (recorded with the run)"
+            )
         else:
             figures = "; ".join(
                 f"{name} {held} -> {after} ({'+' if after - held >= 0 else ''}{after - held})"
-                for name, held, after in zip(impact.figures, impact.held, impact.restated))
-        table.add_row(impact.model, "all dates" if impact.event_date is None else str(impact.event_date),
-                      str(impact.keys), figures,
-                      ", ".join(impact.sample) + (" ..." if impact.keys > len(impact.sample) else ""))
+                for name, held, after in zip(impact.figures, impact.held, impact.restated)
+            )
+        table.add_row(
+            impact.model,
+            "all dates" if impact.event_date is None else str(impact.event_date),
+            str(impact.keys),
+            figures,
+            ", ".join(impact.sample) + (" ..." if impact.keys > len(impact.sample) else ""),
+        )
     return table
 
 
@@ -113,8 +131,10 @@ def reached(spark: Sql, audit: str, select: str | None, sample: int = 5) -> list
         model = models.get(row.model_name)
         if model is not None and (not wanted or model.name in wanted):
             mine = f"model_name = '{model.name}'"  # a model's name: a dbt identifier
-            touched[model.name] = (f"cast({iceberg.checked_column(model.unique_key)} as string) in"
-                                   f" (select unique_key from {audit} where {mine})")
+            touched[model.name] = (
+                f"cast({iceberg.checked_column(model.unique_key)} as string) in"
+                f" (select unique_key from {audit} where {mine})"
+            )
     found: list[Reached] = []
     pending = [m for m in models.values() if m.over_models]
     while pending:
@@ -129,8 +149,14 @@ def reached(spark: Sql, audit: str, select: str | None, sample: int = 5) -> list
     return found
 
 
-def _reached_model(spark: Sql, models: dict[str, IncrementalModel], touched: dict[str, str],
-                   model: IncrementalModel, via: list[tuple[str, str]], sample: int) -> Reached:
+def _reached_model(
+    spark: Sql,
+    models: dict[str, IncrementalModel],
+    touched: dict[str, str],
+    model: IncrementalModel,
+    via: list[tuple[str, str]],
+    sample: int,
+) -> Reached:
     """One model over models that `via` (its upstream models touched, with the column that ties
     each) reaches: its keys on the scope keys their touched rows hold; `touched` gains the
     predicate on its own rows."""
@@ -138,7 +164,9 @@ def _reached_model(spark: Sql, models: dict[str, IncrementalModel], touched: dic
         f"select {iceberg.checked_column(column)} as scope_key from {iceberg.checked_table(relation)}"
         f" where {touched[upstream]}"
         for upstream, column in via
-        for relation in (models[upstream].relation, models[upstream].current_state) if relation)
+        for relation in (models[upstream].relation, models[upstream].current_state)
+        if relation
+    )
     scope_key = iceberg.checked_column(model.scope_key)
     mine = f"{scope_key} in (select scope_key from ({keys}) as reached)"
     touched[model.name] = f"({touched[model.name]}) or ({mine})" if model.name in touched else mine
@@ -146,25 +174,38 @@ def _reached_model(spark: Sql, models: dict[str, IncrementalModel], touched: dic
     rows = " union ".join(
         f"select cast({iceberg.checked_column(model.unique_key)} as string) as k, {event_date} as d"
         f" from {iceberg.checked_table(relation)} where {mine}"
-        for relation in (model.relation, model.current_state) if relation)
+        for relation in (model.relation, model.current_state)
+        if relation
+    )
     # the whole (grouping(d) = 1) and per event date, in one read of the table and its
     # current state (reached_impact's figures per date need only the table then)
     found_rows = spark.sql(
         f"select grouping(d) as overall, d, count(distinct k) as keys, min(d) as first_date,"
         f" max(d) as last_date, count(distinct d) as dates,"
         f" slice(array_sort(collect_set(k)), 1, {int(sample)}) as sample"
-        f" from ({rows}) as keys group by grouping sets ((d), ())").collect()
+        f" from ({rows}) as keys group by grouping sets ((d), ())"
+    ).collect()
     total = next((r for r in found_rows if r.overall), None)  # no row at all: no key reached
-    by_date = tuple(sorted(((r.d, int(r.keys), list(r.sample or [])) for r in found_rows
-                            if not r.overall and r.d is not None), key=lambda entry: str(entry[0])))
-    return Reached(model, tuple(u for u, _ in via), mine, int(total.keys) if total else 0,
-                   total.first_date if total else None, total.last_date if total else None,
-                   int(total.dates) if total else 0, list(total.sample or []) if total else [],
-                   by_date)
+    by_date = tuple(
+        sorted(
+            ((r.d, int(r.keys), list(r.sample or [])) for r in found_rows if not r.overall and r.d is not None),
+            key=lambda entry: str(entry[0]),
+        )
+    )
+    return Reached(
+        model,
+        tuple(u for u, _ in via),
+        mine,
+        int(total.keys) if total else 0,
+        total.first_date if total else None,
+        total.last_date if total else None,
+        int(total.dates) if total else 0,
+        list(total.sample or []) if total else [],
+        by_date,
+    )
 
 
-def impact(spark: Sql, audit: str, select: str | None, sample: int,
-           reached_models: list[Reached]) -> list[DateImpact]:
+def impact(spark: Sql, audit: str, select: str | None, sample: int, reached_models: list[Reached]) -> list[DateImpact]:
     """The cost of the missed window, per model and date (the postmortem's figure): for every
     event date of a key late beyond its window (`audit`'s rows; its current date and the date
     the table holds it on), the date's row count and declared measures as the table holds them
@@ -184,8 +225,9 @@ def impact(spark: Sql, audit: str, select: str | None, sample: int,
     reads = models_read(restated) if restated else {}
     for model in models:
         if not model.current_state:
-            raise BackfillRefused(f"{model.name}: declares no current_state, so the cost of its late rows "
-                                  "cannot be figured")
+            raise BackfillRefused(
+                f"{model.name}: declares no current_state, so the cost of its late rows cannot be figured"
+            )
         via = tuple(sorted(reads.get(model.name, ())))
         if not model.event_date:
             impacts.append(_undated_impact(spark, model, audit, sample, via))
@@ -196,8 +238,9 @@ def impact(spark: Sql, audit: str, select: str | None, sample: int,
     return impacts
 
 
-def _dated_impact(spark: Sql, model: IncrementalModel, audit: str, sample: int,
-                  via: tuple[str, ...]) -> list[DateImpact]:
+def _dated_impact(
+    spark: Sql, model: IncrementalModel, audit: str, sample: int, via: tuple[str, ...]
+) -> list[DateImpact]:
     """impact of a late model with an event date: per date of its late keys (held or current),
     its figures as held and as restated (None when `via` names restated models it reads)."""
     table, state = iceberg.checked_table(model.relation), iceberg.checked_table(model.current_state)
@@ -209,14 +252,17 @@ def _dated_impact(spark: Sql, model: IncrementalModel, audit: str, sample: int,
     names = ["rows", *model.measures]
 
     def totals(relation: str, where: str) -> str:
-        return (f"select {model.event_date} as d, {', '.join(figures)} from {relation}"
-                f" where {where} group by {model.event_date}")
+        return (
+            f"select {model.event_date} as d, {', '.join(figures)} from {relation}"
+            f" where {where} group by {model.event_date}"
+        )
 
     mine = f"model_name = '{model.name}'"  # a declared model's name: a dbt identifier
     keys = f"cast({model.unique_key} as string) in (select unique_key from {audit} where {mine})"
     should_be = ", ".join(
         f"coalesce(held.{n}, 0) - coalesce(late_held.{n}, 0) + coalesce(late_current.{n}, 0) as should_{n}"
-        for n in names)
+        for n in names
+    )
     rows = spark.sql(f"""
         with late_held as ({totals(table, keys)}),
         late_current as ({totals(state, f"not is_deleted and {keys}")}),
@@ -241,28 +287,42 @@ def _dated_impact(spark: Sql, model: IncrementalModel, audit: str, sample: int,
         left join late_current on late_current.d = dates.d
         left join late_keys on late_keys.d = dates.d
         order by dates.d""").collect()
-    return [DateImpact(model.name, row.d, int(row.keys), list(row.sample or []), tuple(names),
-                       tuple(row[f"held_{n}"] for n in names),
-                       None if via else tuple(row[f"should_{n}"] for n in names), via)
-            for row in rows]
+    return [
+        DateImpact(
+            model.name,
+            row.d,
+            int(row.keys),
+            list(row.sample or []),
+            tuple(names),
+            tuple(row[f"held_{n}"] for n in names),
+            None if via else tuple(row[f"should_{n}"] for n in names),
+            via,
+        )
+        for row in rows
+    ]
 
 
-def _undated_impact(spark: Sql, model: IncrementalModel, audit: str, sample: int,
-                    via: tuple[str, ...]) -> DateImpact:
+def _undated_impact(spark: Sql, model: IncrementalModel, audit: str, sample: int, via: tuple[str, ...]) -> DateImpact:
     """impact of a late model with no event date (restated by key): its figures over the
     whole table as held, and as restated (the held totals, less the late keys' rows, plus
     their live rows in the current state; None when `via` names restated models it reads)."""
     table, state = iceberg.checked_table(model.relation), iceberg.checked_table(model.current_state)
     names = ("rows", *model.measures)
-    figures = ", ".join(f"{sql} as f{i}" for i, sql in enumerate(
-        ["count(*)", *(f"coalesce(sum({iceberg.checked_column(m)}), 0)" for m in model.measures)]))
+    figures = ", ".join(
+        f"{sql} as f{i}"
+        for i, sql in enumerate(
+            ["count(*)", *(f"coalesce(sum({iceberg.checked_column(m)}), 0)" for m in model.measures)]
+        )
+    )
     mine = f"model_name = '{model.name}'"  # a declared model's name: a dbt identifier
-    keys = (f"cast({iceberg.checked_column(model.unique_key)} as string) in"
-            f" (select unique_key from {audit} where {mine})")
+    keys = (
+        f"cast({iceberg.checked_column(model.unique_key)} as string) in (select unique_key from {audit} where {mine})"
+    )
     count = len(names)
     [row] = spark.sql(f"""
-        select late.keys, late.sample, {", ".join(f"held.f{i} as h{i}, late_held.f{i} as l{i}, now.f{i} as c{i}"
-                                                  for i in range(count))}
+        select late.keys, late.sample, {
+        ", ".join(f"held.f{i} as h{i}, late_held.f{i} as l{i}, now.f{i} as c{i}" for i in range(count))
+    }
         from (select count(distinct unique_key) as keys,
                 slice(array_sort(collect_set(unique_key)), 1, {int(sample)}) as sample
               from {audit} where {mine}) as late
@@ -282,27 +342,41 @@ def _reached_impact(spark: Sql, reached_model: Reached) -> list[DateImpact]:
     them."""
     model = reached_model.model
     names = ("rows", *model.measures)
-    figures = ", ".join(f"{sql} as f{i}" for i, sql in enumerate(
-        ["count(*)", *(f"coalesce(sum({iceberg.checked_column(m)}), 0)" for m in model.measures)]))
+    figures = ", ".join(
+        f"{sql} as f{i}"
+        for i, sql in enumerate(
+            ["count(*)", *(f"coalesce(sum({iceberg.checked_column(m)}), 0)" for m in model.measures)]
+        )
+    )
     table = iceberg.checked_table(model.relation)
     if not model.event_date:
         [held] = spark.sql(f"select {figures} from {table}").collect()
-        return [DateImpact(model.name, None, reached_model.keys, reached_model.sample, names, tuple(held), None,
-                           reached_model.via)]
+        return [
+            DateImpact(
+                model.name, None, reached_model.keys, reached_model.sample, names, tuple(held), None, reached_model.via
+            )
+        ]
     if not reached_model.by_date:
         return []
     event_date = iceberg.checked_column(model.event_date)
     days = ", ".join(f"date'{planning.parse_date(str(d), 'event date')}'" for d, _, _ in reached_model.by_date)
-    held_by_date = {str(row[0]): tuple(0 if v is None else v for v in row[1:]) for row in spark.sql(
-        f"select {event_date}, {figures} from {table} where {event_date} in ({days})"
-        f" group by {event_date}").collect()}
-    return [DateImpact(model.name, d, keys, sample, names, held_by_date.get(str(d), (0,) * len(names)), None,
-                       reached_model.via)
-            for d, keys, sample in reached_model.by_date]
+    held_by_date = {
+        str(row[0]): tuple(0 if v is None else v for v in row[1:])
+        for row in spark.sql(
+            f"select {event_date}, {figures} from {table} where {event_date} in ({days}) group by {event_date}"
+        ).collect()
+    }
+    return [
+        DateImpact(
+            model.name, d, keys, sample, names, held_by_date.get(str(d), (0,) * len(names)), None, reached_model.via
+        )
+        for d, keys, sample in reached_model.by_date
+    ]
 
 
-def date_figures(spark: Sql, model_name: str, figures: tuple[str, ...],
-                 days: list[date | None]) -> dict[date | None, tuple]:
+def date_figures(
+    spark: Sql, model_name: str, figures: tuple[str, ...], days: list[date | None]
+) -> dict[date | None, tuple]:
     """A model's figures (rows, then measures, as impact names them) on these event dates; the
     whole table's under None (a model with no event date)."""
     [model] = [m for m in incremental_models() if m.name == model_name]
@@ -314,5 +388,6 @@ def date_figures(spark: Sql, model_name: str, figures: tuple[str, ...],
     literals = ", ".join(f"date'{d.isoformat()}'" for d in days if d is not None)
     found = spark.sql(
         f"select {event_date} as d, count(*){measures} from {iceberg.checked_table(model.relation)}"
-        f" where {event_date} in ({literals}) group by {event_date}").collect()
+        f" where {event_date} in ({literals}) group by {event_date}"
+    ).collect()
     return {row[0]: tuple(row[1:]) for row in found}

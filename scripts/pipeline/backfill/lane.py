@@ -26,8 +26,9 @@ def request_pause(by: str) -> Path:
     return path
 
 
-def pause_reason(began: float, not_during: DailySpan | None, clock: Callable[[], datetime],
-                 window_seconds: float) -> str | None:
+def pause_reason(
+    began: float, not_during: DailySpan | None, clock: Callable[[], datetime], window_seconds: float
+) -> str | None:
     """Why the next window must not start now, or None: the daily run asked for the warehouse
     (a request file newer than `began`, this run's start, taken here), or the window, as long as
     the longest so far (`window_seconds`), would run into `not_during` by `clock`."""
@@ -46,6 +47,8 @@ def pause_reason(began: float, not_during: DailySpan | None, clock: Callable[[],
         now = clock()
         reopens = not_during.meets(now, window_seconds)
         if reopens is not None:
-            return (f"the next window (about {window_seconds:.0f} s) would run into not_during "
-                    f"{not_during} (local time); resume after {reopens:%H:%M}")
+            return (
+                f"the next window (about {window_seconds:.0f} s) would run into not_during "
+                f"{not_during} (local time); resume after {reopens:%H:%M}"
+            )
     return None

@@ -43,20 +43,26 @@ def held_select(audit: str, signoffs: bool = True) -> str:
     no sign-off was ever recorded (control.restatement_signoffs does not exist yet), so every
     row beyond the window is held back."""
     if not signoffs:
-        return (f"select audit.*, coalesce(audit.{POLICY_COLUMN}, false) as held_back,"
-                f" cast(null as string) as signoff_id from {audit} as audit")
-    return (f"select audit.*, coalesce(audit.{POLICY_COLUMN}, false) and signed.signoff_id is null as held_back,"
-            f" case when audit.{POLICY_COLUMN} then signed.signoff_id end as signoff_id"
-            f" from {audit} as audit left join ({VALID_SIGNOFFS}) as signed"
-            " on signed.model_name = audit.model_name and signed.unique_key = audit.unique_key")
+        return (
+            f"select audit.*, coalesce(audit.{POLICY_COLUMN}, false) as held_back,"
+            f" cast(null as string) as signoff_id from {audit} as audit"
+        )
+    return (
+        f"select audit.*, coalesce(audit.{POLICY_COLUMN}, false) and signed.signoff_id is null as held_back,"
+        f" case when audit.{POLICY_COLUMN} then signed.signoff_id end as signoff_id"
+        f" from {audit} as audit left join ({VALID_SIGNOFFS}) as signed"
+        " on signed.model_name = audit.model_name and signed.unique_key = audit.unique_key"
+    )
 
 
 def signoffs_recorded(spark: Sql) -> bool:
     """Whether any sign-off can exist: control.restatement_signoffs (created with the other
     control tables, by Control, when a sign-off or a backfill first runs)."""
-    return iceberg.table_exists(spark, f"{SCHEMA}.restatement_signoffs") and \
-        iceberg.table_exists(spark, f"{SCHEMA}.restatement_signoff_uses") and \
-        iceberg.table_exists(spark, f"{SCHEMA}.backfill_runs")
+    return (
+        iceberg.table_exists(spark, f"{SCHEMA}.restatement_signoffs")
+        and iceberg.table_exists(spark, f"{SCHEMA}.restatement_signoff_uses")
+        and iceberg.table_exists(spark, f"{SCHEMA}.backfill_runs")
+    )
 
 
 def rows_hash(rows: list[tuple[str, str, str, object]]) -> str:
@@ -69,6 +75,7 @@ def rows_hash(rows: list[tuple[str, str, str, object]]) -> str:
 @dataclass(frozen=True)
 class HeldModel:
     """A model's keys held beyond its restatement window, pending sign-off."""
+
     name: str
     keys: int
     first_date: date | None
@@ -82,6 +89,7 @@ class HeldModel:
 class Pending:
     """The rows held beyond their restatement window (of the models asked for), and the hash of
     them a sign-off names."""
+
     models: list[HeldModel] = field(default_factory=list)
     rows: list[tuple[str, str, str, object]] = field(default_factory=list)
 
@@ -97,9 +105,14 @@ class Pending:
 def pending(spark: Sql, held: str, wanted: set[str], sample: int = 5) -> Pending:
     """The held-back rows of the held audit `held` (held_select's), of the `wanted` models (all
     when empty)."""
-    found = [r for r in spark.sql(
-        f"select distinct model_name, unique_key, problem, restate_date, restatement_window_days from {held}"
-        " where held_back and problem <> 'behind'").collect() if not wanted or r.model_name in wanted]
+    found = [
+        r
+        for r in spark.sql(
+            f"select distinct model_name, unique_key, problem, restate_date, restatement_window_days from {held}"
+            " where held_back and problem <> 'behind'"
+        ).collect()
+        if not wanted or r.model_name in wanted
+    ]
     rows = sorted({(r.model_name, r.unique_key, r.problem, r.restate_date) for r in found}, key=str)
     models = []
     for name in sorted({r.model_name for r in found}):
@@ -107,14 +120,24 @@ def pending(spark: Sql, held: str, wanted: set[str], sample: int = 5) -> Pending
         days = sorted({r.restate_date for r in mine if r.restate_date is not None})
         windows = [r.restatement_window_days for r in mine if r.restatement_window_days is not None]
         keys = sorted({r.unique_key for r in mine})
-        models.append(HeldModel(name, len(keys), days[0] if days else None, days[-1] if days else None,
-                                len(days), max(windows) if windows else None, keys[:sample]))
+        models.append(
+            HeldModel(
+                name,
+                len(keys),
+                days[0] if days else None,
+                days[-1] if days else None,
+                len(days),
+                max(windows) if windows else None,
+                keys[:sample],
+            )
+        )
     return Pending(models, rows)
 
 
 @dataclass(frozen=True)
 class LateModel:
     """A declared model's rows in the audit view, by what the policy does with them."""
+
     model_name: str
     not_built: str | None  # 'not built: ...' / 'not auditable: ...', when the audit cannot see it
     restatable: int  # keys the next `pipeline restate` restates (within the window, or signed off)
@@ -138,11 +161,29 @@ def late_by_model(spark: Sql, view: str) -> list[LateModel]:
             return held_select(relation, signoffs)
         return f"select *, false as held_back, cast(null as int) as restatement_window_days from {relation}"
 
-    found = collected_at_once(spark, [f"{LATE_BY_MODEL} from ({held(chunk)}) as late group by model_name"
-                                      for chunk in iceberg.audit_chunks(spark, view, AUDITS_TOGETHER)])
-    return sorted((LateModel(r.model_name, r.not_built, int(r.restatable), sorted(r.restatable_dates), int(r.held),
-                             sorted(r.held_dates), r.window_days, r.behind_text if r.behind_keys else None)
-                   for r in found), key=lambda late: late.model_name or "")
+    found = collected_at_once(
+        spark,
+        [
+            f"{LATE_BY_MODEL} from ({held(chunk)}) as late group by model_name"
+            for chunk in iceberg.audit_chunks(spark, view, AUDITS_TOGETHER)
+        ],
+    )
+    return sorted(
+        (
+            LateModel(
+                r.model_name,
+                r.not_built,
+                int(r.restatable),
+                sorted(r.restatable_dates),
+                int(r.held),
+                sorted(r.held_dates),
+                r.window_days,
+                r.behind_text if r.behind_keys else None,
+            )
+            for r in found
+        ),
+        key=lambda late: late.model_name or "",
+    )
 
 
 # per model of a held audit (held_select's rows), what the policy does with them
@@ -162,4 +203,5 @@ LATE_BY_MODEL = (
     " cast(min(case when problem = 'behind' then source_updated_at end) as string), ' on ',"
     " array_join(array_sort(collect_set(case when problem = 'behind' then cast(restate_date as string) end)),"
     " ', ')) as behind_text,"
-    " count(case when problem = 'behind' then 1 end) as behind_keys")
+    " count(case when problem = 'behind' then 1 end) as behind_keys"
+)

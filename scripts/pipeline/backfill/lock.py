@@ -28,8 +28,9 @@ class Heartbeat:
 
     def __init__(self, control: Control, run_id: str, owner: str, every: float) -> None:
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, args=(control, run_id, owner, every),
-                                        name=f"heartbeat-{run_id}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._beat, args=(control, run_id, owner, every), name=f"heartbeat-{run_id}", daemon=True
+        )
 
     def _beat(self, control: Control, run_id: str, owner: str, every: float) -> None:
         while not self._stop.wait(every):
@@ -66,14 +67,18 @@ def stale(spark: Sql, run: Run, stale_after: timedelta) -> bool:
     is older than stale_after (judged by the engine's clock, the one that wrote it)."""
     if owner_gone(run.owner):
         return True
-    return bool(spark.sql(
-        "select heartbeat_at < current_timestamp() - make_dt_interval(0, 0, 0, :seconds) from control.backfill_runs"
-        " where run_id = :run_id", args={"seconds": stale_after.total_seconds(), "run_id": run.run_id},
-    ).collect()[0][0])
+    return bool(
+        spark.sql(
+            "select heartbeat_at < current_timestamp() - make_dt_interval(0, 0, 0, :seconds) from control.backfill_runs"
+            " where run_id = :run_id",
+            args={"seconds": stale_after.total_seconds(), "run_id": run.run_id},
+        ).collect()[0][0]
+    )
 
 
-def refuse_overlap(spark: Sql, control: Control, models: list[str], stale_after: timedelta,
-                   except_run: str | None = None) -> None:
+def refuse_overlap(
+    spark: Sql, control: Control, models: list[str], stale_after: timedelta, except_run: str | None = None
+) -> None:
     """Refused when another active run (not `except_run`) holds any of `models`: paused, with
     its owner gone, or running; the message says how to finish or release it."""
     for run in control.active_runs():
@@ -84,10 +89,12 @@ def refuse_overlap(spark: Sql, control: Control, models: list[str], stale_after:
             raise BackfillRefused(
                 f"run {run.run_id} holds {', '.join(overlap)}, paused ({run.message}): "
                 f"`pipeline backfill --resume {run.run_id}` to finish it or `pipeline backfill --abandon "
-                f"{run.run_id}` to release it")
+                f"{run.run_id}` to release it"
+            )
         if stale(spark, run, stale_after):
             raise BackfillRefused(
                 f"run {run.run_id} still holds {', '.join(overlap)} but its owner {run.owner} is gone (last heartbeat "
                 f"{run.heartbeat_at}): `pipeline backfill --resume {run.run_id}` "
-                f"to finish it or `pipeline backfill --abandon {run.run_id}` to release it")
+                f"to finish it or `pipeline backfill --abandon {run.run_id}` to release it"
+            )
         raise BackfillRefused(f"run {run.run_id} ({run.owner}) is backfilling {', '.join(overlap)}; wait for it")

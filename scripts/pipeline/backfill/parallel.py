@@ -39,17 +39,20 @@ def check_parallel(parallel: int, embedded: bool) -> None:
     """--parallel N: between 1 and var backfill_max_parallel; above 1 only on a Spark cluster."""
     cap = max_parallel()
     if not 1 <= parallel <= cap:
-        raise planning.PlanError(f"--parallel must be between 1 and {cap} (project var backfill_max_parallel), "
-                                 f"got {parallel}")
+        raise planning.PlanError(
+            f"--parallel must be between 1 and {cap} (project var backfill_max_parallel), got {parallel}"
+        )
     if parallel > 1 and embedded:
         raise planning.PlanError(
             f"--parallel {parallel}: the embedded target runs one dbt invocation at a time (one process holds its "
             "Spark session and Derby metastore), so its windows run one after another; windows at once need a "
-            "Spark cluster (DBT_TARGET=cluster, docs/guides/cluster-mode.md). Drop --parallel")
+            "Spark cluster (DBT_TARGET=cluster, docs/guides/cluster-mode.md). Drop --parallel"
+        )
 
 
-def split_parallel(models: list[IncrementalModel], partitioned: set[str],
-                   reads: dict[str, set[str]]) -> tuple[list[str], dict[str, str]]:
+def split_parallel(
+    models: list[IncrementalModel], partitioned: set[str], reads: dict[str, set[str]]
+) -> tuple[list[str], dict[str, str]]:
     """Which of a run's models run their windows at once (`first`, in the order given) and
     which run theirs one at a time once those are done (`later`: name -> why). At once: a model
     whose table is partitioned by its event date (`partitioned`: a window writes its own dates'
@@ -61,8 +64,10 @@ def split_parallel(models: list[IncrementalModel], partitioned: set[str],
         if model.name not in partitioned:
             later[model.name] = "its table is not partitioned by its event date"
         elif model.over_models and model.scope_key != model.event_date:
-            later[model.name] = (f"its rows are scoped by {model.scope_key}, not by its event date {model.event_date}:"
-                                 " a window reads rows of other windows' dates")
+            later[model.name] = (
+                f"its rows are scoped by {model.scope_key}, not by its event date {model.event_date}:"
+                " a window reads rows of other windows' dates"
+            )
     while True:
         blocked = {m.name: sorted(reads.get(m.name, set()) & set(later)) for m in models if m.name not in later}
         blocked = {name: upstream for name, upstream in blocked.items() if upstream}
@@ -75,12 +80,14 @@ def split_parallel(models: list[IncrementalModel], partitioned: set[str],
 def split_for(spark: Sql, model_names: list[str]) -> tuple[list[str], dict[str, str]]:
     """split_parallel for the models named, as the project declares them and their tables are."""
     models = [m for m in incremental_models() if m.name in set(model_names)]
-    return split_parallel(models, {m.name for m in models if partitioned_by_event_date(spark, m)},
-                          models_read([m.name for m in models]))
+    return split_parallel(
+        models, {m.name for m in models if partitioned_by_event_date(spark, m)}, models_read([m.name for m in models])
+    )
 
 
-def run_at_once(run: Windows, todo: list[planning.Window], first: list[str], later: dict[str, str],
-                cleanup: ExitStack) -> Outcome:
+def run_at_once(
+    run: Windows, todo: list[planning.Window], first: list[str], later: dict[str, str], cleanup: ExitStack
+) -> Outcome:
     """The windows of `todo` at once, `run.parallel` at a time, for the models of `first`
     (split_for): each window's run in a worker process (pipeline.backfill.worker); a window
     refused by a concurrent commit runs again (Windows.after_conflict). Its figures are those
@@ -93,16 +100,23 @@ def run_at_once(run: Windows, todo: list[planning.Window], first: list[str], lat
     dated = {models[name].relation: models[name].event_date for name in first}
     limit = str(max(100, 4 * max_batch_days()))
     for table in dated:  # per-partition figures in each snapshot's summary
-        run.spark.sql(f"alter table {iceberg.checked_table(table)} set tblproperties"
-                      f" ('write.summary.partition-limit' = '{limit}')")
+        run.spark.sql(
+            f"alter table {iceberg.checked_table(table)} set tblproperties"
+            f" ('write.summary.partition-limit' = '{limit}')"
+        )
     states = {w.window_index: w for w in run.windows}
-    loaded = {w.index: json.loads(states[w.index].table_stats or "{}") for w in todo
-              if states[w.index].status == "loaded"}
+    loaded = {
+        w.index: json.loads(states[w.index].table_stats or "{}") for w in todo if states[w.index].status == "loaded"
+    }
     waiting = [w for w in todo if w.index not in loaded]
-    run.console.print(f"{min(run.parallel, max(1, len(waiting)))} windows at once for {', '.join(first)}"
-                      + ("; then, one window at a time, " + "; ".join(f"{name} ({why})"
-                                                                    for name, why in later.items())
-                         if later else ""))
+    run.console.print(
+        f"{min(run.parallel, max(1, len(waiting)))} windows at once for {', '.join(first)}"
+        + (
+            "; then, one window at a time, " + "; ".join(f"{name} ({why})" for name, why in later.items())
+            if later
+            else ""
+        )
+    )
     outcome = Outcome()
     if waiting:
         outcome = _dispatch(run, waiting, first, later, dated, loaded, cleanup)
@@ -119,13 +133,26 @@ def run_at_once(run: Windows, todo: list[planning.Window], first: list[str], lat
             outcome.failed.append(run.window_failed(window, started, datetime.now(UTC), failure))
             continue
         finished = datetime.now(UTC)
-        run.checkpoint(window, run.dbt.last_invocation_id(), started, finished,
-                       changes.changes(run.spark, later_tables, run.run_id, started, finished), loaded[window.index])
+        run.checkpoint(
+            window,
+            run.dbt.last_invocation_id(),
+            started,
+            finished,
+            changes.changes(run.spark, later_tables, run.run_id, started, finished),
+            loaded[window.index],
+        )
     return Outcome(outcome.failed, None, None)
 
 
-def _dispatch(run: Windows, waiting: list[planning.Window], first: list[str], later: dict[str, str],
-              dated: dict[str, str], loaded: dict[int, dict], cleanup: ExitStack) -> Outcome:
+def _dispatch(
+    run: Windows,
+    waiting: list[planning.Window],
+    first: list[str],
+    later: dict[str, str],
+    dated: dict[str, str],
+    loaded: dict[int, dict],
+    cleanup: ExitStack,
+) -> Outcome:
     """The windows of `waiting` to the workers, as they become idle, until every one is done
     or the lane pauses the run; a window done is checkpointed (no `later` models), or recorded
     loaded (in `loaded`) for them."""
@@ -135,8 +162,9 @@ def _dispatch(run: Windows, waiting: list[planning.Window], first: list[str], la
     workers = start_workers(run.run_id, min(run.parallel, len(waiting)), cleanup)
     answers: queue.Queue = queue.Queue()
     for n, worker in enumerate(workers):
-        threading.Thread(target=_read_answers, args=(n, worker, answers), daemon=True,
-                         name=f"answers-{run.run_id}-{n}").start()
+        threading.Thread(
+            target=_read_answers, args=(n, worker, answers), daemon=True, name=f"answers-{run.run_id}-{n}"
+        ).start()
     idle, running, attempts = list(range(len(workers))), {}, {}
     while waiting or running:
         while idle and waiting and outcome.paused is None:
@@ -148,8 +176,16 @@ def _dispatch(run: Windows, waiting: list[planning.Window], first: list[str], la
             if run.hooks.before_window is not None:
                 run.hooks.before_window(window)
             n = idle.pop(0)
-            workers[n].stdin.write(json.dumps({"window": window.index, "models": first, "vars": {
-                **window.dbt_vars, "backfill_branch": run.run_id}}) + "\n")
+            workers[n].stdin.write(
+                json.dumps(
+                    {
+                        "window": window.index,
+                        "models": first,
+                        "vars": {**window.dbt_vars, "backfill_branch": run.run_id},
+                    }
+                )
+                + "\n"
+            )
             workers[n].stdin.flush()
             running[n] = window
         if not running:
@@ -158,13 +194,14 @@ def _dispatch(run: Windows, waiting: list[planning.Window], first: list[str], la
         if answer is None and n not in running:  # a worker ended between windows: not used again
             idle.remove(n)
             if not idle and not running:
-                raise RuntimeError(f"every backfill worker ended before its windows were done: see "
-                                   f"{workers[n].log}")
+                raise RuntimeError(f"every backfill worker ended before its windows were done: see {workers[n].log}")
             continue
         window = running.pop(n)
         if answer is None:
-            raise RuntimeError(f"backfill worker {n} ended while it ran window {window.index + 1}/{run.count} "
-                               f"{window.start} .. {window.end}: see {workers[n].log}")
+            raise RuntimeError(
+                f"backfill worker {n} ended while it ran window {window.index + 1}/{run.count} "
+                f"{window.start} .. {window.end}: see {workers[n].log}"
+            )
         idle.append(n)
         started, finished = datetime.fromisoformat(answer["started"]), datetime.fromisoformat(answer["finished"])
         if not answer["ok"]:
@@ -179,8 +216,17 @@ def _dispatch(run: Windows, waiting: list[planning.Window], first: list[str], la
     return outcome
 
 
-def _window_done(run: Windows, window: planning.Window, answer: dict, started: datetime, finished: datetime,
-                 first: list[str], later: dict[str, str], dated: dict[str, str], loaded: dict[int, dict]) -> None:
+def _window_done(
+    run: Windows,
+    window: planning.Window,
+    answer: dict,
+    started: datetime,
+    finished: datetime,
+    first: list[str],
+    later: dict[str, str],
+    dated: dict[str, str],
+    loaded: dict[int, dict],
+) -> None:
     """A worker's window done: checkpointed when no model runs later, else recorded loaded."""
     run.took.append((finished - started).total_seconds())
     stats = changes.changes_in_dates(run.spark, dated, run.run_id, window, started, finished)
@@ -190,8 +236,10 @@ def _window_done(run: Windows, window: planning.Window, answer: dict, started: d
     run.control.window_loaded(run.run_id, window, started, finished, stats)
     run.control.record_window_runs(run.run_id, window, answer["invocation_id"], started, finished, stats)
     loaded[window.index] = stats
-    run.console.print(f"window {window.index + 1}/{run.count} {window.start} .. {window.end}: "
-                      f"{', '.join(first)} done in {(finished - started).total_seconds():.1f} s")
+    run.console.print(
+        f"window {window.index + 1}/{run.count} {window.start} .. {window.end}: "
+        f"{', '.join(first)} done in {(finished - started).total_seconds():.1f} s"
+    )
 
 
 def _read_answers(n: int, worker: subprocess.Popen, answers: queue.Queue) -> None:
@@ -228,12 +276,22 @@ def start_workers(run_id: str, count: int, cleanup: ExitStack) -> list[subproces
     for n in range(count):
         home = folder / f"worker{n}"
         home.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "DBT_TARGET_PATH": str(home / "target"), "BACKFILL_WORKER_LOG_PATH": str(home / "logs"),
-               "PYTHONPATH": os.pathsep.join(p for p in (package, os.environ.get("PYTHONPATH")) if p)}
+        env = {
+            **os.environ,
+            "DBT_TARGET_PATH": str(home / "target"),
+            "BACKFILL_WORKER_LOG_PATH": str(home / "logs"),
+            "PYTHONPATH": os.pathsep.join(p for p in (package, os.environ.get("PYTHONPATH")) if p),
+        }
         with (home / "worker.log").open("w") as log:
-            worker = subprocess.Popen([sys.executable, "-m", "pipeline.backfill.worker"], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=log, text=True, env=env,
-                                      cwd=str(paths.PROJECT_DIR))
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "pipeline.backfill.worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                env=env,
+                cwd=str(paths.PROJECT_DIR),
+            )
         worker.log = home / "worker.log"
         cleanup.callback(_stop_worker, worker)
         workers.append(worker)

@@ -56,11 +56,14 @@ def check_reason(text: str | None, option: str = "--reason") -> str:
     characters; refusals name `option`."""
     reason = (text or "").strip()
     if not reason:
-        raise PlanError(f"{option} is required: say why history is rewritten (it is recorded)" if option == "--reason"
-                        else f"{option} is required and must not be blank (it is recorded)")
+        raise PlanError(
+            f"{option} is required: say why history is rewritten (it is recorded)"
+            if option == "--reason"
+            else f"{option} is required and must not be blank (it is recorded)"
+        )
     if len(reason) > MAX_REASON:
         raise PlanError(f"{option} is longer than {MAX_REASON} characters")
-    if any(ord(ch) < 32 and ch != "\t" or 0x7f <= ord(ch) < 0xa0 or ch in "\u2028\u2029" for ch in reason):
+    if any(ord(ch) < 32 and ch != "\t" or 0x7F <= ord(ch) < 0xA0 or ch in "\u2028\u2029" for ch in reason):
         raise PlanError(f"{option} contains control characters")
     return reason
 
@@ -69,6 +72,7 @@ def check_reason(text: str | None, option: str = "--reason") -> str:
 class DailySpan:
     """A time of day a backfill keeps clear for the fresh data (`not_during`): [start, end) each
     day, in the machine's local time; an end before the start spans midnight (22:00-02:00)."""
+
     start: time
     end: time
 
@@ -81,8 +85,7 @@ class DailySpan:
         for offset in (-1, 0, 1):
             day = begin.date() + timedelta(days=offset)
             opens = datetime.combine(day, self.start, begin.tzinfo)
-            closes = datetime.combine(day + timedelta(days=1 if self.end <= self.start else 0), self.end,
-                                      begin.tzinfo)
+            closes = datetime.combine(day + timedelta(days=1 if self.end <= self.start else 0), self.end, begin.tzinfo)
             if opens <= finish and begin < closes:
                 return closes
         return None
@@ -121,7 +124,9 @@ def windows(start: date, end: date, batch_days: int, max_batch_days: int) -> lis
     if start >= end:
         raise PlanError(f"--start {start} must be before --end {end} (end is exclusive)")
     if not 1 <= batch_days <= max_batch_days:
-        raise PlanError(f"--batch-days must be between 1 and {max_batch_days} (project var backfill_max_batch_days), got {batch_days}")
+        raise PlanError(
+            f"--batch-days must be between 1 and {max_batch_days} (project var backfill_max_batch_days), got {batch_days}"
+        )
     result = []
     cursor = start
     while cursor < end:
@@ -137,7 +142,9 @@ def windows_for_dates(dates: list[date], batch_days: int, max_batch_days: int) -
     if not dates:
         raise PlanError("no dates to restate")
     if not 1 <= batch_days <= max_batch_days:
-        raise PlanError(f"--batch-days must be between 1 and {max_batch_days} (project var backfill_max_batch_days), got {batch_days}")
+        raise PlanError(
+            f"--batch-days must be between 1 and {max_batch_days} (project var backfill_max_batch_days), got {batch_days}"
+        )
     days = sorted(set(dates))
     result: list[Window] = []
     run_start = previous = days[0]
@@ -156,6 +163,7 @@ def windows_for_dates(dates: list[date], batch_days: int, max_batch_days: int) -
 class Plan:
     """A backfill's scope: its [start, end) event dates in windows, and the models it runs (the
     ones selected and every incremental model downstream of them)."""
+
     start: date
     end: date
     batch_days: int

@@ -28,11 +28,12 @@ from pipeline.backfill.plan import PlanError, check_reason, parse_date, parse_se
 
 PLAN_VERSION = 1
 KINDS = ("backfill", "restate")
-SECTIONS = ("plan_version", "kind", "reason", "planned_at", "parameters", "scope", "code", "data", "estimate",
-            "gates")
-HEADER = ("# A backfill plan (backfill_safe): review it, commit it, then run exactly it with\n"
-          "#     pipeline apply {path}\n"
-          "# Do not edit: plan_hash covers every field; plan again (or `pipeline apply --replan`) instead.\n")
+SECTIONS = ("plan_version", "kind", "reason", "planned_at", "parameters", "scope", "code", "data", "estimate", "gates")
+HEADER = (
+    "# A backfill plan (backfill_safe): review it, commit it, then run exactly it with\n"
+    "#     pipeline apply {path}\n"
+    "# Do not edit: plan_hash covers every field; plan again (or `pipeline apply --replan`) instead.\n"
+)
 
 
 def plan_hash(document: dict) -> str:
@@ -52,8 +53,9 @@ def dump(document: dict, path: Path) -> str:
     never sees half a plan); returns the text."""
     import yaml  # dbt's own dependency
 
-    text = HEADER.format(path=path) + yaml.safe_dump(sealed(document), sort_keys=False, width=110,
-                                                     default_flow_style=False, allow_unicode=True)
+    text = HEADER.format(path=path) + yaml.safe_dump(
+        sealed(document), sort_keys=False, width=110, default_flow_style=False, allow_unicode=True
+    )
     temporary = path.with_name(f".{path.name}.tmp")
     temporary.write_text(text)
     temporary.replace(path)
@@ -101,11 +103,14 @@ def _checked(document: object, path: Path) -> dict:
     try:
         sealed_with = plan_hash(document)
     except (TypeError, ValueError) as error:  # a value YAML read as a date, a key not text
-        raise PlanError(f"{path}: a field holds a value no plan writes ({error}): the plan was edited after "
-                        "planning") from error
+        raise PlanError(
+            f"{path}: a field holds a value no plan writes ({error}): the plan was edited after planning"
+        ) from error
     if document["plan_hash"] != sealed_with:
-        raise PlanError(f"{path}: plan_hash does not match its fields: the plan was edited after planning. "
-                        "Plan again (pipeline backfill|restate ... --plan-out) and have it reviewed")
+        raise PlanError(
+            f"{path}: plan_hash does not match its fields: the plan was edited after planning. "
+            "Plan again (pipeline backfill|restate ... --plan-out) and have it reviewed"
+        )
     try:
         check_reason(document["reason"])
     except PlanError as error:
@@ -115,8 +120,11 @@ def _checked(document: object, path: Path) -> dict:
         if not isinstance(document[section], dict):
             raise PlanError(f"{path}: {section} is not a mapping")
     scope, code = document["scope"], document["code"]
-    if not isinstance(scope.get("models"), list) or not scope["models"] \
-            or not all(isinstance(m, str) for m in scope["models"]):
+    if (
+        not isinstance(scope.get("models"), list)
+        or not scope["models"]
+        or not all(isinstance(m, str) for m in scope["models"])
+    ):
         raise PlanError(f"{path}: scope.models is not a list of models")
     if not isinstance(scope.get("windows"), list) or not scope["windows"]:
         raise PlanError(f"{path}: scope.windows is not a list of windows")
@@ -131,8 +139,9 @@ def parameters(document: dict, path: Path | str = "plan") -> dict:
     given = document.get("parameters")
     if not isinstance(given, dict):
         raise PlanError(f"{path}: parameters is not a mapping")
-    known = {"backfill": {"start", "end", "windows", "select", "batch_days"},
-             "restate": {"select", "batch_days"}}[document["kind"]]
+    known = {"backfill": {"start", "end", "windows", "select", "batch_days"}, "restate": {"select", "batch_days"}}[
+        document["kind"]
+    ]
     unknown = sorted(set(given) - known)
     if unknown:
         raise PlanError(f"{path}: parameters.{unknown[0]} is not a parameter of a {document['kind']} plan")
@@ -186,14 +195,28 @@ def differences(planned: dict, now: dict) -> list[str]:
     gone = sorted(set(planned["gates"]) - set(now["gates"]))
     added = sorted(set(now["gates"]) - set(planned["gates"]))
     if gone or added:  # the data tests the branches must pass before publishing
-        lines.append("gates: " + "; ".join(part for part in (f"planned only: {', '.join(gone)}" * bool(gone),
-                                                            f"now only: {', '.join(added)}" * bool(added)) if part))
+        lines.append(
+            "gates: "
+            + "; ".join(
+                part
+                for part in (
+                    f"planned only: {', '.join(gone)}" * bool(gone),
+                    f"now only: {', '.join(added)}" * bool(added),
+                )
+                if part
+            )
+        )
     code_before, code_after = planned["code"], now["code"]
     models_before, models_after = code_before.get("models") or {}, code_after.get("models") or {}
     for name in sorted(set(models_before) | set(models_after)):
         if models_before.get(name) != models_after.get(name):
-            what = ("added" if name not in models_before else "removed" if name not in models_after
-                    else "its SQL or its configuration changed")
+            what = (
+                "added"
+                if name not in models_before
+                else "removed"
+                if name not in models_after
+                else "its SQL or its configuration changed"
+            )
             lines.append(f"code.models.{name}: {what}")
     for key in ("macros", "dbt_project"):
         if code_before.get(key) != code_after.get(key):
@@ -206,8 +229,10 @@ def notes(planned: dict, now: dict) -> list[str]:
     (a daily run committed), the estimate's totals."""
     lines = []
     if planned["code"].get("git_commit") != now["code"].get("git_commit"):
-        lines.append(f"the project is at commit {now['code'].get('git_commit')}, planned at "
-                     f"{planned['code'].get('git_commit')} (the models and macros in scope are unchanged)")
+        lines.append(
+            f"the project is at commit {now['code'].get('git_commit')}, planned at "
+            f"{planned['code'].get('git_commit')} (the models and macros in scope are unchanged)"
+        )
     before, after = planned["data"].get("snapshots") or {}, now["data"].get("snapshots") or {}
     moved = sorted(t for t in set(before) | set(after) if before.get(t) != after.get(t))
     if moved:
@@ -227,8 +252,14 @@ def _change(before: object, after: object) -> str:
     if isinstance(before, list) and isinstance(after, list):
         gone = [_text(v) for v in before if v not in after]
         new = [_text(v) for v in after if v not in before]
-        return "; ".join(part for part in (f"planned only: {', '.join(gone)}" * bool(gone),
-                                           f"now only: {', '.join(new)}" * bool(new)) if part) or "reordered"
+        return (
+            "; ".join(
+                part
+                for part in (f"planned only: {', '.join(gone)}" * bool(gone), f"now only: {', '.join(new)}" * bool(new))
+                if part
+            )
+            or "reordered"
+        )
     return f"{_text(before)} -> {_text(after)}"
 
 

@@ -49,12 +49,17 @@ def refuse_if_main_moved(spark: Sql, control: Control, run_id: str) -> None:
     crash interrupted before it finished the other tables: not moved."""
     moved, carried = main_moved(spark, control.tables(run_id), run_id)
     if moved:
-        published = ("nothing was published" if not carried else
-                     f"{', '.join(carried)} already carry this backfill (a publish interrupted before it "
-                     "finished); the others were not published")
-        message = (f"main of {', '.join(moved)} moved after the backfill started (a daily run committed); "
-                   f"{published}. Start the backfill again for the same range "
-                   f"(this run's branches stay for inspection; `pipeline backfill --abandon {run_id}` drops them)")
+        published = (
+            "nothing was published"
+            if not carried
+            else f"{', '.join(carried)} already carry this backfill (a publish interrupted before it "
+            "finished); the others were not published"
+        )
+        message = (
+            f"main of {', '.join(moved)} moved after the backfill started (a daily run committed); "
+            f"{published}. Start the backfill again for the same range "
+            f"(this run's branches stay for inspection; `pipeline backfill --abandon {run_id}` drops them)"
+        )
         control.set_status(run_id, "publish_refused", message, finished=True)
         raise BackfillRefused(message)
 
@@ -73,12 +78,17 @@ def rebase_if_main_moved(spark: Sql, console: Console, control: Control, run_id:
     for table in moved:
         spark.sql(f"alter table {table} drop branch if exists `{run_id}`")
         control.rebase_table(run_id, table, iceberg.current_snapshot_id(spark, table))
-    done = [planning.Window(w.window_index, w.window_start, w.window_end)
-            for w in control.windows(run_id) if w.status in ("done", "loaded")]
+    done = [
+        planning.Window(w.window_index, w.window_start, w.window_end)
+        for w in control.windows(run_id)
+        if w.status in ("done", "loaded")
+    ]
     if done:
         control.add_windows(run_id, done)
-    console.print(f"[yellow]note:[/] main of {', '.join(moved)} moved since the "
-                  f"branches were cut: cut again from main, and the {len(done)} finished windows run again")
+    console.print(
+        f"[yellow]note:[/] main of {', '.join(moved)} moved since the "
+        f"branches were cut: cut again from main, and the {len(done)} finished windows run again"
+    )
 
 
 def publish(spark: Sql, console: Console, control: Control, run_id: str) -> None:
@@ -103,8 +113,9 @@ def publish(spark: Sql, console: Console, control: Control, run_id: str) -> None
     except Exception as error:
         for name, pre in published:
             spark.sql(f"call spark_catalog.system.rollback_to_snapshot('{name}', {int(pre)})")
-        control.set_status(run_id, "failed", f"publish failed, published tables rolled back: {error}"[:2000],
-                           finished=True)
+        control.set_status(
+            run_id, "failed", f"publish failed, published tables rolled back: {error}"[:2000], finished=True
+        )
         raise
     drop_branches(spark, control, run_id)
     control.set_status(run_id, "published", finished=True)
@@ -115,14 +126,19 @@ def roll_back(spark: Sql, control: Control, run_id: str, by: str) -> None:
     """Restore every table of a published run to the snapshot it had before the publish;
     refused when a table's main changed since (other than by compaction)."""
     tables = control.tables(run_id)
-    moved = [t.table_name for t in tables
-             if not iceberg.only_compactions_since(spark, t.table_name, t.published_snapshot_id)]
+    moved = [
+        t.table_name for t in tables if not iceberg.only_compactions_since(spark, t.table_name, t.published_snapshot_id)
+    ]
     if moved:
-        raise BackfillRefused(f"main of {', '.join(moved)} changed after {run_id} was published; rolling back "
-                              "would also undo those later commits. Restate the range with a new backfill instead")
+        raise BackfillRefused(
+            f"main of {', '.join(moved)} changed after {run_id} was published; rolling back "
+            "would also undo those later commits. Restate the range with a new backfill instead"
+        )
     for table in tables:
         if table.pre_publish_snapshot_id != table.published_snapshot_id:
-            spark.sql(f"call spark_catalog.system.rollback_to_snapshot('{table.table_name}', "
-                      f"{int(table.pre_publish_snapshot_id)})")
+            spark.sql(
+                f"call spark_catalog.system.rollback_to_snapshot('{table.table_name}', "
+                f"{int(table.pre_publish_snapshot_id)})"
+            )
         control.table_rolled_back(run_id, table.table_name)
     control.set_status(run_id, "rolled_back", f"rolled back by {by}", finished=True)

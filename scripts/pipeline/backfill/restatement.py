@@ -51,11 +51,19 @@ class Restatement:
             f"select model_name, problem, count(distinct unique_key) as keys, min(restate_date) as first_date,"
             f" max(restate_date) as last_date,"
             f" sha2(concat_ws(',', array_sort(collect_set(unique_key))), 256) as keys_sha256"
-            f" from {self.audit()} group by model_name, problem order by model_name, problem").collect()
-        return [{"model": r.model_name, "problem": r.problem, "keys": int(r.keys),
-                 "dates": f"{r.first_date} .. {r.last_date}" if r.first_date else "no event date",
-                 "keys_sha256": r.keys_sha256}
-                for r in rows if not wanted or r.model_name in wanted]
+            f" from {self.audit()} group by model_name, problem order by model_name, problem"
+        ).collect()
+        return [
+            {
+                "model": r.model_name,
+                "problem": r.problem,
+                "keys": int(r.keys),
+                "dates": f"{r.first_date} .. {r.last_date}" if r.first_date else "no event date",
+                "keys_sha256": r.keys_sha256,
+            }
+            for r in rows
+            if not wanted or r.model_name in wanted
+        ]
 
     def _check_audit(self, audit: str, wanted: set[str]) -> None:
         """The audit view exists and covers the models asked for (each declared and in it)."""
@@ -66,7 +74,8 @@ class Restatement:
             raise planning.PlanError(
                 f"--select {undeclared[0]!r} declares no config.meta.backfill_safe (event_date, lookback, "
                 "current_state): the audit cannot see its late changes, so restate cannot handle it; backfill it "
-                "by dates (pipeline backfill --start --end --select) or declare it")
+                "by dates (pipeline backfill --start --end --select) or declare it"
+            )
         # the view may have been replaced (a new declared model, one not built) since this session
         # last read it: without a refresh the session keeps the definition it read first
         iceberg.refreshed(self.spark, audit)
@@ -78,11 +87,13 @@ class Restatement:
                 f"{audit} does not cover {', '.join(uncovered)} yet (it covers:"
                 f" {', '.join(sorted(covered - {''})) or 'no model'}): the view is refreshed at the end of a run"
                 f" of a declared model; run it first"
-                f" (dbt run --select {' '.join(uncovered)})")
+                f" (dbt run --select {' '.join(uncovered)})"
+            )
         if late_policy.POLICY_COLUMN not in {r.col_name for r in self.spark.sql(f"describe {audit}").collect()}:
             raise BackfillRefused(
                 f"{audit} predates the late-data policy (it has no column {late_policy.POLICY_COLUMN}): the view is "
-                "replaced at the end of a run of a declared model; run one first (dbt run)")
+                "replaced at the end of a run of a declared model; run one first (dbt run)"
+            )
 
     def hold_checked_audit(self, select: str | None) -> set[str]:
         """Check the audit view covers the models asked for (each declared, built and auditable),
@@ -94,25 +105,35 @@ class Restatement:
         wanted = {s.strip("+") for s in selectors}
         self._check_audit(audit, wanted)
         held = self._hold_audit(audit)
-        rows = self.spark.sql(f"select distinct model_name, problem, differing_columns from {held}"
-                              " where problem in ('not built', 'not auditable')").collect()
-        unaudited = sorted({(r.model_name, r.problem, r.differing_columns) for r in rows
-                            if not wanted or r.model_name in wanted})
+        rows = self.spark.sql(
+            f"select distinct model_name, problem, differing_columns from {held}"
+            " where problem in ('not built', 'not auditable')"
+        ).collect()
+        unaudited = sorted(
+            {(r.model_name, r.problem, r.differing_columns) for r in rows if not wanted or r.model_name in wanted}
+        )
         if unaudited:
             self.release_audit()
             raise BackfillRefused(
                 f"{'; '.join(f'{name}: declared but {problem} ({why})' for name, problem, why in unaudited)}, so its"
                 f" late changes cannot be audited: build it and what it reads first"
-                f" (dbt build --select {' '.join('+' + name for name, _, _ in unaudited)})")
+                f" (dbt build --select {' '.join('+' + name for name, _, _ in unaudited)})"
+            )
         self.pending = late_policy.pending(self.spark, held, wanted)
-        self.behind = [(r.model_name, f"{r.keys} keys since {r.since} on {r.dates}") for r in self.spark.sql(
-            f"select model_name, count(*) as keys, min(source_updated_at) as since,"
-            f" array_join(array_sort(collect_set(cast(restate_date as string))), ', ') as dates"
-            f" from {held} where problem = 'behind' group by model_name order by 1").collect()]
+        self.behind = [
+            (r.model_name, f"{r.keys} keys since {r.since} on {r.dates}")
+            for r in self.spark.sql(
+                f"select model_name, count(*) as keys, min(source_updated_at) as since,"
+                f" array_join(array_sort(collect_set(cast(restate_date as string))), ', ') as dates"
+                f" from {held} where problem = 'behind' group by model_name order by 1"
+            ).collect()
+        ]
         for name, why in self.behind:
-            self.console.print(f"[yellow]behind[/] {name}: {why}: it did not run after its upstream (skipped,"
-                               f" failed or not selected); a restatement that reaches it fails its gate on its"
-                               f" other dates: run it first (dbt run --select {name})")
+            self.console.print(
+                f"[yellow]behind[/] {name}: {why}: it did not run after its upstream (skipped,"
+                f" failed or not selected); a restatement that reaches it fails its gate on its"
+                f" other dates: run it first (dbt run --select {name})"
+            )
         return wanted
 
     def plan(self, select: str | None, batch_days: int) -> Plan | None:
@@ -122,28 +143,44 @@ class Restatement:
         them and what is downstream of those; None when there are none. The rows held back
         beyond their window are left in `pending`."""
         wanted = self.hold_checked_audit(select)
-        rows = self.spark.sql(f"select distinct model_name, restate_date, loaded_event_date, signoff_id"
-                              f" from {self.audit()}").collect()
+        rows = self.spark.sql(
+            f"select distinct model_name, restate_date, loaded_event_date, signoff_id from {self.audit()}"
+        ).collect()
         rows = [r for r in rows if not wanted or r.model_name in wanted]
         if not rows:
             self.release_audit()
             return None
         dates = sorted({d for r in rows for d in (r.restate_date, r.loaded_event_date) if d is not None})
         # only models with no event date (restated by key on the first window): one day carries them
-        windows = planning.windows_for_dates(dates or [datetime.now(UTC).date()], batch_days,
-                                             scope.max_batch_days())
+        windows = planning.windows_for_dates(dates or [datetime.now(UTC).date()], batch_days, scope.max_batch_days())
         try:
             models = scope.models_in_scope(self.dbt, self.spark, sorted({r.model_name for r in rows}))
         except (planning.PlanError, BackfillRefused):
             self.release_audit()
             raise
         signoffs = tuple(sorted({(r.signoff_id, r.model_name) for r in rows if r.signoff_id is not None}))
-        held_dates = tuple(sorted({d for r in self.spark.sql(
-            f"select distinct restate_date, loaded_event_date from {self.audit(held=True)}").collect()
-            for d in r if d is not None}))
-        return Plan(windows[0].start, windows[-1].end, batch_days,
-                    "restate " + " ".join(sorted({r.model_name for r in rows})), models, windows, signoffs,
-                    held_dates)
+        held_dates = tuple(
+            sorted(
+                {
+                    d
+                    for r in self.spark.sql(
+                        f"select distinct restate_date, loaded_event_date from {self.audit(held=True)}"
+                    ).collect()
+                    for d in r
+                    if d is not None
+                }
+            )
+        )
+        return Plan(
+            windows[0].start,
+            windows[-1].end,
+            batch_days,
+            "restate " + " ".join(sorted({r.model_name for r in rows})),
+            models,
+            windows,
+            signoffs,
+            held_dates,
+        )
 
     def check_approval(self, approve: str) -> late_policy.Pending:
         """The rows held now (hold_checked_audit's), when `approve` is their hash or its first 12
@@ -155,7 +192,8 @@ class Restatement:
             raise BackfillRefused(
                 f"--approve {approve}: the rows held now hash to {pending.hash[:16]} ({pending.keys} keys of "
                 f"{', '.join(m.name for m in pending.models)}): they are not the rows approved (they changed since, "
-                "or the hash is mistyped); review them again (pipeline signoff) and approve what is shown")
+                "or the hash is mistyped); review them again (pipeline signoff) and approve what is shown"
+            )
         return pending
 
     def sign_off(self, signed_by: str, reason: str, approve: str, impacts: list[impact.DateImpact]) -> str:
@@ -166,8 +204,9 @@ class Restatement:
         signed_by, reason = planning.check_reason(signed_by, "--by"), planning.check_reason(reason)
         signoff_id = f"so_{datetime.now(UTC):%Y%m%d_%H%M%S}_{secrets.token_hex(3)}"
         entries = impact.impact_entries(impacts)
-        recorded = json.dumps([{**entry, "via": list(i.via)} for entry, i in zip(entries, impacts)],
-                              sort_keys=True, default=str)
+        recorded = json.dumps(
+            [{**entry, "via": list(i.via)} for entry, i in zip(entries, impacts)], sort_keys=True, default=str
+        )
         Control(self.spark).record_signoff(signoff_id, signed_by, reason, pending.hash, pending.rows, recorded)
         return signoff_id
 
@@ -192,8 +231,10 @@ class Restatement:
         for at_chunk, chunk in enumerate(iceberg.audit_chunks(self.spark, audit)):
             rows = late_policy.held_select(chunk, signoffs)
             if at_chunk == 0:
-                self.spark.sql(f"create table {held} using iceberg tblproperties ('backfill_safe.held_by' = '{owner}',"
-                               f" 'backfill_safe.held_at' = '{at}') as {rows}")
+                self.spark.sql(
+                    f"create table {held} using iceberg tblproperties ('backfill_safe.held_by' = '{owner}',"
+                    f" 'backfill_safe.held_at' = '{at}') as {rows}"
+                )
             else:
                 self.spark.sql(f"insert into {held} {rows}")
         self.held_audit = held
@@ -221,8 +262,11 @@ class Restatement:
                 self.spark.sql(f"drop table if exists {table} purge")
                 dropped.append(table)
         if dropped:
-            self.console.print(f"dropped the audit rows of restatements that did not end: {', '.join(dropped)}",
-                               markup=False, highlight=False)
+            self.console.print(
+                f"dropped the audit rows of restatements that did not end: {', '.join(dropped)}",
+                markup=False,
+                highlight=False,
+            )
         return dropped
 
     def release_audit(self) -> None:
@@ -237,11 +281,15 @@ class Restatement:
         the view's, by its flag alone (a sign-off is not seen)."""
         # a model 'behind' its upstream is no late key to restate (hold_checked_audit notes it)
         if self.held_audit is not None:
-            return (f"(select * from {self.held_audit} where {'' if held else 'not '}held_back"
-                    " and problem <> 'behind') as audit")
+            return (
+                f"(select * from {self.held_audit} where {'' if held else 'not '}held_back"
+                " and problem <> 'behind') as audit"
+            )
         view = iceberg.refreshed(self.spark, unreflected_changes_relation())
-        return (f"(select * from {view} where {'' if held else 'not '}{late_policy.POLICY_COLUMN}"
-                " and problem <> 'behind') as audit")
+        return (
+            f"(select * from {view} where {'' if held else 'not '}{late_policy.POLICY_COLUMN}"
+            " and problem <> 'behind') as audit"
+        )
 
     def keys(self, select: str | None, sample: int = 5, held: bool = False) -> Table:
         """Per model, the keys a restatement will rewrite and why, from audit_unreflected_changes:
@@ -256,23 +304,36 @@ class Restatement:
             f" count(distinct restate_date) as dates,"
             f" slice(array_sort(collect_list(unique_key)), 1, {int(sample)}) as sample"
             f" from {self.audit(held)} group by model_name, problem, coalesce(differing_columns, '')"
-            f" order by model_name, problem, differing_columns").collect()
-        table = Table(title=("keys held beyond their restatement window, pending sign-off" if held else
-                             "keys to restate") + " (audit_unreflected_changes): each differs from the current state "
-                            "and the next daily run will not pick it up; then the keys of the models over them "
-                            "that the restatement reaches, recomputed in the same publish")
+            f" order by model_name, problem, differing_columns"
+        ).collect()
+        table = Table(
+            title=("keys held beyond their restatement window, pending sign-off" if held else "keys to restate")
+            + " (audit_unreflected_changes): each differs from the current state "
+            "and the next daily run will not pick it up; then the keys of the models over them "
+            "that the restatement reaches, recomputed in the same publish"
+        )
         for column in ("model", "keys", "why", "columns that differ", "dates", "sample of keys"):
             table.add_column(column, justify="right" if column == "keys" else "left")
         for row in rows:
             if wanted and row.model_name not in wanted:
                 continue
-            table.add_row(row.model_name, str(row.keys), row.problem, row.differing_columns or "-",
-                          impact.span(row.first_date, row.last_date, row.dates),
-                          ", ".join(row.sample) + (" ..." if row.keys > len(row.sample) else ""))
+            table.add_row(
+                row.model_name,
+                str(row.keys),
+                row.problem,
+                row.differing_columns or "-",
+                impact.span(row.first_date, row.last_date, row.dates),
+                ", ".join(row.sample) + (" ..." if row.keys > len(row.sample) else ""),
+            )
         for one in self.reached(select, sample, held):
-            table.add_row(one.model.name, str(one.keys), f"reached through {', '.join(one.via)}",
-                          "(recomputed)", impact.span(one.first_date, one.last_date, one.dates),
-                          ", ".join(one.sample) + (" ..." if one.keys > len(one.sample) else ""))
+            table.add_row(
+                one.model.name,
+                str(one.keys),
+                f"reached through {', '.join(one.via)}",
+                "(recomputed)",
+                impact.span(one.first_date, one.last_date, one.dates),
+                ", ".join(one.sample) + (" ..." if one.keys > len(one.sample) else ""),
+            )
         return table
 
     def reached(self, select: str | None, sample: int = 5, held: bool = False) -> list[impact.Reached]:
@@ -303,7 +364,8 @@ class Restatement:
             for one in mine:
                 held_now = after.get(one.event_date, (0,) * len(one.figures))
                 announced_figures = one.restated or (None,) * len(one.figures)
-                rows += [(one.model, one.event_date, name, one.keys, before, announced, now)
-                         for name, before, announced, now in zip(one.figures, one.held, announced_figures,
-                                                                 held_now)]
+                rows += [
+                    (one.model, one.event_date, name, one.keys, before, announced, now)
+                    for name, before, announced, now in zip(one.figures, one.held, announced_figures, held_now)
+                ]
         Control(self.spark).record_date_figures(run_id, rows)

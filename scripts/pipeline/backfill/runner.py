@@ -46,8 +46,9 @@ from pipeline.manifest import incremental_models
 
 
 class Backfill:
-    def __init__(self, dbt: Dbt, spark: Sql, console: Console | None = None,
-                 stale_after: timedelta = timedelta(minutes=10)) -> None:
+    def __init__(
+        self, dbt: Dbt, spark: Sql, console: Console | None = None, stale_after: timedelta = timedelta(minutes=10)
+    ) -> None:
         self.dbt = dbt
         self.spark = spark
         self.console = console or Console()
@@ -85,11 +86,20 @@ class Backfill:
     def plan_windows(self, windows: list[tuple[date, date]], select: str | None) -> Plan:
         return scope.plan_windows(self.dbt, self.spark, windows, select)
 
-    def plan_document(self, plan: Plan, kind: str, reason: str, parameters: dict,
-                      impacts: list[impact.DateImpact] | None = None) -> dict:
+    def plan_document(
+        self, plan: Plan, kind: str, reason: str, parameters: dict, impacts: list[impact.DateImpact] | None = None
+    ) -> dict:
         late_keys = self.restatement.late_key_counts(parameters.get("select")) if kind == "restate" else None
-        return scope.plan_document(self.dbt, self.spark, plan, kind, reason, parameters, late_keys,
-                                   impact.impact_entries(impacts) if impacts else None)
+        return scope.plan_document(
+            self.dbt,
+            self.spark,
+            plan,
+            kind,
+            reason,
+            parameters,
+            late_keys,
+            impact.impact_entries(impacts) if impacts else None,
+        )
 
     def dry_run(self, plan: Plan) -> Table:
         return scope.dry_run(self.spark, plan)
@@ -142,8 +152,9 @@ class Backfill:
 
     impact_table = staticmethod(impact.impact_table)
 
-    def restate(self, plan: Plan, reason: str, impacts: list[impact.DateImpact],
-                applied: tuple[str, str, str] | None = None) -> str:
+    def restate(
+        self, plan: Plan, reason: str, impacts: list[impact.DateImpact], applied: tuple[str, str, str] | None = None
+    ) -> str:
         """Run a restatement (restate_plan) through the backfill machinery, and keep its cost per
         date: before it starts, each late date's figures as held and as announced (`impacts`:
         restate_impact's, which the caller has just shown); once published, as the table holds
@@ -165,7 +176,8 @@ class Backfill:
                 f"{paths.PROJECT_DIR / 'dbt_project.yml'}: through a Spark Thrift Server the gate's data "
                 "tests read the backfill's branch only with the framework's dispatch block (namespace dbt, "
                 "backfill_safe in search_order: docs/guides/adopt-the-framework.md); without it they would "
-                "read the published tables. Add the block, then start the backfill again")
+                "read the published tables. Add the block, then start the backfill again"
+            )
 
     def start(self, plan: Plan, reason: str, applied: tuple[str, str, str] | None = None) -> str:
         """Start a backfill of `plan`; `applied`: the plan file it was applied from (its hash, path
@@ -177,9 +189,24 @@ class Backfill:
         control = Control(self.spark)
         lock.refuse_overlap(self.spark, control, [m.name for m in plan.models], self.stale_after)
         run_id = f"bf_{datetime.now(UTC):%Y%m%d_%H%M%S}_{secrets.token_hex(3)}"
-        control.create_run(Run(run_id, "running", plan.start, plan.end, plan.batch_days, plan.selection,
-                               [m.name for m in plan.models], reason, scope.git_commit(), self.owner,
-                               None, None, None, None))
+        control.create_run(
+            Run(
+                run_id,
+                "running",
+                plan.start,
+                plan.end,
+                plan.batch_days,
+                plan.selection,
+                [m.name for m in plan.models],
+                reason,
+                scope.git_commit(),
+                self.owner,
+                None,
+                None,
+                None,
+                None,
+            )
+        )
         # windows, then tables with their base snapshots, then (in _execute) the branches: a run
         # interrupted before its tables are recorded has written nothing anywhere
         control.add_windows(run_id, plan.windows)
@@ -188,12 +215,15 @@ class Backfill:
         if plan.signoffs:  # spent once this run publishes (late_policy.VALID_SIGNOFFS)
             control.record_signoff_uses(run_id, list(plan.signoffs))
         if plan.held_dates:  # kept for a resumed run's gate too
-            control.record_gate_exclusions(run_id, list(plan.held_dates),
-                                           "late rows held beyond their restatement window, pending sign-off")
-        control.add_tables(run_id, run_id, {m.relation: iceberg.current_snapshot_id(self.spark, m.relation)
-                                            for m in plan.models})
-        self.console.print(f"backfill [bold]{run_id}[/]: {len(plan.windows)} windows, models "
-                           f"{', '.join(m.name for m in plan.models)}")
+            control.record_gate_exclusions(
+                run_id, list(plan.held_dates), "late rows held beyond their restatement window, pending sign-off"
+            )
+        control.add_tables(
+            run_id, run_id, {m.relation: iceberg.current_snapshot_id(self.spark, m.relation) for m in plan.models}
+        )
+        self.console.print(
+            f"backfill [bold]{run_id}[/]: {len(plan.windows)} windows, models {', '.join(m.name for m in plan.models)}"
+        )
         return self._execute(control, run_id)
 
     def retry_failed(self, run_id: str) -> str:
@@ -201,8 +231,10 @@ class Backfill:
         other state), then gate and publish."""
         _, run = self._open(run_id)
         if run.status != "failed":
-            raise BackfillRefused(f"run {run_id} is {run.status}, not failed: --retry-failed runs a failed run's failed "
-                                  "windows (--resume continues an interrupted or paused one)")
+            raise BackfillRefused(
+                f"run {run_id} is {run.status}, not failed: --retry-failed runs a failed run's failed "
+                "windows (--resume continues an interrupted or paused one)"
+            )
         return self.resume(run_id)
 
     def resume(self, run_id: str) -> str:
@@ -210,19 +242,24 @@ class Backfill:
         self._refuse_ungated_cluster()
         control, run = self._open(run_id)
         if run.status not in ("running", "failed", "paused"):
-            raise BackfillRefused(f"run {run_id} is {run.status}; only a running (interrupted), failed or paused run "
-                                  "resumes")
+            raise BackfillRefused(
+                f"run {run_id} is {run.status}; only a running (interrupted), failed or paused run resumes"
+            )
         if run.status == "running" and not lock.stale(self.spark, run, self.stale_after):
-            raise BackfillRefused(f"run {run_id} is held by {run.owner} (heartbeat {run.heartbeat_at}); "
-                                  "wait for it, or resume once its heartbeat is older than "
-                                  f"{self.stale_after}")
+            raise BackfillRefused(
+                f"run {run_id} is held by {run.owner} (heartbeat {run.heartbeat_at}); "
+                "wait for it, or resume once its heartbeat is older than "
+                f"{self.stale_after}"
+            )
         lock.refuse_overlap(self.spark, control, run.models, self.stale_after, except_run=run_id)
         control.set_status(run_id, "running")
         control.heartbeat(run_id, self.owner)
         self.console.print(f"resuming backfill [bold]{run_id}[/]")
         if run.git_commit != (commit := scope.git_commit()):
-            self.console.print(f"[yellow]note:[/] the project is at commit {commit}, the run started at "
-                               f"{run.git_commit}: the remaining windows run the current models")
+            self.console.print(
+                f"[yellow]note:[/] the project is at commit {commit}, the run started at "
+                f"{run.git_commit}: the remaining windows run the current models"
+            )
         publish.rebase_if_main_moved(self.spark, self.console, control, run_id)
         return self._execute(control, run_id)
 
@@ -246,17 +283,32 @@ class Backfill:
             self._downstream_health(control, run_id, run.models, "published")
             return run_id
         if len(recorded) < len(run.models):
-            raise BackfillRefused(f"run {run_id} was interrupted while starting, before it wrote anything: "
-                                  f"`pipeline backfill --abandon {run_id}`, then start the backfill again")
+            raise BackfillRefused(
+                f"run {run_id} was interrupted while starting, before it wrote anything: "
+                f"`pipeline backfill --abandon {run_id}`, then start the backfill again"
+            )
         publish.cut_branches(self.spark, recorded, run_id)
         # the windows' records go to run_records (this runner) and run_scans (record_scans)
         if not all(iceberg.table_exists(self.spark, t) for t in ("control.run_records", "control.run_scans")):
             self.dbt.invoke("run-operation", "ensure_control_tables")
         windows = control.windows(run_id)
-        hooks = Hooks(self.before_window, self.after_window,
-                      lambda seconds: lane.pause_reason(self._began, self.not_during, self.clock, seconds))
-        executed = Windows(self.dbt, self.spark, self.console, control, run, windows,
-                           [t.table_name for t in recorded], hooks, self.parallel, self.conflict_retries)
+        hooks = Hooks(
+            self.before_window,
+            self.after_window,
+            lambda seconds: lane.pause_reason(self._began, self.not_during, self.clock, seconds),
+        )
+        executed = Windows(
+            self.dbt,
+            self.spark,
+            self.console,
+            control,
+            run,
+            windows,
+            [t.table_name for t in recorded],
+            hooks,
+            self.parallel,
+            self.conflict_retries,
+        )
         heartbeat = lock.Heartbeat(control, run_id, self.owner, self.heartbeat_every)
         with ExitStack() as cleanup:  # undone in reverse order, however the block ends
             try:
@@ -281,8 +333,10 @@ class Backfill:
             behind = [(name, why) for name, why in self.restatement.behind if name in set(run.models)]
             message = gate.message(verdict, windows, behind)
             control.set_status(run_id, "gate_failed", message[:2000], finished=True)
-            self.console.print(f"[red]gate failed, nothing published[/]: {message}\n"
-                               f"inspect the branch: select ... from <table> version as of '{run_id}'")
+            self.console.print(
+                f"[red]gate failed, nothing published[/]: {message}\n"
+                f"inspect the branch: select ... from <table> version as of '{run_id}'"
+            )
             return run_id
         self._publish(control, run_id)
         self._downstream_health(control, run_id, run.models, "published")
@@ -294,14 +348,18 @@ class Backfill:
         if outcome.paused is not None:
             window = outcome.paused_before
             control.set_status(run_id, "paused", outcome.paused)
-            self.console.print(f"[yellow]paused[/] {run_id} before window {window.index + 1}/{count}: "
-                               f"{outcome.paused}; `pipeline backfill --resume {run_id}` continues it (a table "
-                               "whose main moved meanwhile gets its branch cut again, and the finished "
-                               "windows run again)")
+            self.console.print(
+                f"[yellow]paused[/] {run_id} before window {window.index + 1}/{count}: "
+                f"{outcome.paused}; `pipeline backfill --resume {run_id}` continues it (a table "
+                "whose main moved meanwhile gets its branch cut again, and the finished "
+                "windows run again)"
+            )
             return run_id
-        message = (f"{len(outcome.failed)} of {count} windows failed ("
-                   + ", ".join(f"{w.index + 1}: {w.start} .. {w.end}" for w in outcome.failed)
-                   + f"); `pipeline backfill --retry-failed {run_id}` runs them again, and only them")
+        message = (
+            f"{len(outcome.failed)} of {count} windows failed ("
+            + ", ".join(f"{w.index + 1}: {w.start} .. {w.end}" for w in outcome.failed)
+            + f"); `pipeline backfill --retry-failed {run_id}` runs them again, and only them"
+        )
         control.set_status(run_id, "failed", message)
         self.console.print(f"[red]failed[/] {run_id}: {message}")
         return run_id

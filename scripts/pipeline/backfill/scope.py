@@ -28,8 +28,9 @@ def max_batch_days() -> int:
 
 def git_commit() -> str:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=paths.PROJECT_DIR, capture_output=True, text=True,
-                             check=True)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=paths.PROJECT_DIR, capture_output=True, text=True, check=True
+        )
         return out.stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -72,42 +73,69 @@ def plan_windows(dbt: Dbt, spark: Sql, windows: list[tuple[date, date]], select:
     var backfill_max_batch_days long, the models selected and what is downstream of them."""
     longest = max((end - start).days for start, end in windows)
     if longest > max_batch_days():
-        raise planning.PlanError(f"a window of {longest} days is longer than the project var "
-                                 f"backfill_max_batch_days ({max_batch_days()})")
+        raise planning.PlanError(
+            f"a window of {longest} days is longer than the project var backfill_max_batch_days ({max_batch_days()})"
+        )
     selectors = planning.parse_selectors(select)
     models = models_in_scope(dbt, spark, selectors)
-    return Plan(windows[0][0], windows[-1][1], longest, " ".join(selectors) or "(all)", models,
-                [planning.Window(n, start, end) for n, (start, end) in enumerate(windows)])
+    return Plan(
+        windows[0][0],
+        windows[-1][1],
+        longest,
+        " ".join(selectors) or "(all)",
+        models,
+        [planning.Window(n, start, end) for n, (start, end) in enumerate(windows)],
+    )
 
 
-def plan_document(dbt: Dbt, spark: Sql, plan: Plan, kind: str, reason: str, parameters: dict,
-                  late_keys: list[dict] | None = None, impacts: list[dict] | None = None) -> dict:
+def plan_document(
+    dbt: Dbt,
+    spark: Sql,
+    plan: Plan,
+    kind: str,
+    reason: str,
+    parameters: dict,
+    late_keys: list[dict] | None = None,
+    impacts: list[dict] | None = None,
+) -> dict:
     """What `--plan-out` writes (pipeline.backfill.plan_file): the plan's scope, the code and
     data it was made on, its estimate (dry_run's figures) and its gates (the data tests run on
     the branches). A restatement's scope also holds its late keys per model (`late_keys`: the
     held audit's rows) and its estimate the cost of the missed window per date (`impacts`, as a
     plan file holds them)."""
     names = [m.name for m in plan.models]
-    scope: dict = {"models": names, "tables": [m.relation for m in plan.models],
-                   "windows": [{"start": str(w.start), "end": str(w.end)} for w in plan.windows]}
+    scope: dict = {
+        "models": names,
+        "tables": [m.relation for m in plan.models],
+        "windows": [{"start": str(w.start), "end": str(w.end)} for w in plan.windows],
+    }
     if kind == "restate":
         scope["late_keys"] = late_keys or []
     figures = {model.name: in_window(spark, model, plan.windows) for model in plan.models}
-    estimate: dict = {"windows": [
-        {"window": f"{w.start} .. {w.end}", "model": m.name,
-         **dict(zip(("partitions", "live_rows", "data_files", "bytes"), figures[m.name][w.index]))}
-        for w in plan.windows for m in plan.models]}
+    estimate: dict = {
+        "windows": [
+            {
+                "window": f"{w.start} .. {w.end}",
+                "model": m.name,
+                **dict(zip(("partitions", "live_rows", "data_files", "bytes"), figures[m.name][w.index])),
+            }
+            for w in plan.windows
+            for m in plan.models
+        ]
+    }
     sources = sorted({relation for model in plan.models for relation in model.sources})
     estimate["source_records_read_per_window"] = sum(metadata_totals(spark, s)[1] for s in sources)
     if impacts:
         estimate["missed_window_cost"] = impacts
     return {
-        "plan_version": 1, "kind": kind, "reason": planning.check_reason(reason),
+        "plan_version": 1,
+        "kind": kind,
+        "reason": planning.check_reason(reason),
         "planned_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "parameters": parameters, "scope": scope,
+        "parameters": parameters,
+        "scope": scope,
         "code": {"git_commit": git_commit(), **code_fingerprint(names)},
-        "data": {"snapshots": {t: iceberg.current_snapshot_id(spark, t)
-                               for t in sorted({*scope["tables"], *sources})}},
+        "data": {"snapshots": {t: iceberg.current_snapshot_id(spark, t) for t in sorted({*scope["tables"], *sources})}},
         "estimate": estimate,
         "gates": sorted(dbt.ls("--resource-type", "test", "--select", *names)),
     }
@@ -123,16 +151,24 @@ def dry_run(spark: Sql, plan: Plan) -> Table:
     for window in plan.windows:
         for model in plan.models:
             partitions, rows, files, size = figures[model.name][window.index]
-            table.add_row(f"{window.index}: {window.start} .. {window.end}", model.name,
-                          str(partitions), str(rows), str(files), f"{size / 1e6:.1f}")
+            table.add_row(
+                f"{window.index}: {window.start} .. {window.end}",
+                model.name,
+                str(partitions),
+                str(rows),
+                str(files),
+                f"{size / 1e6:.1f}",
+            )
     sources = sorted({relation for model in plan.models for relation in model.sources})
     # the raw tables are appended to only (no delete files): their records are their rows
     raw_records = sum(metadata_totals(spark, relation)[1] for relation in sources)
-    table.caption = (f"each window is one `dbt run` of {len(plan.models)} models; the staging views read all "
-                     f"{raw_records} records of their sources ({', '.join(sources) or 'none'}: every version "
-                     "landed) per window to pick current versions; live rows and partitions above are what the "
-                     "MERGEs may rewrite (the whole table for a model without an event date partition); data "
-                     "files and MB also hold the rows merge-on-read deleted, until `pipeline maintain` compacts them")
+    table.caption = (
+        f"each window is one `dbt run` of {len(plan.models)} models; the staging views read all "
+        f"{raw_records} records of their sources ({', '.join(sources) or 'none'}: every version "
+        "landed) per window to pick current versions; live rows and partitions above are what the "
+        "MERGEs may rewrite (the whole table for a model without an event date partition); data "
+        "files and MB also hold the rows merge-on-read deleted, until `pipeline maintain` compacts them"
+    )
     return table
 
 
@@ -152,12 +188,16 @@ def partitioned_by_event_date(spark: Sql, model: IncrementalModel) -> bool:
     """Whether a model's table exists and is partitioned by its event date (else in_window
     gives each window the whole table's figures)."""
     relation = iceberg.checked_table(model.relation)
-    return bool(model.event_date) and iceberg.table_exists(spark, relation) and \
-        model.event_date in iceberg.partition_fields(spark, relation)
+    return (
+        bool(model.event_date)
+        and iceberg.table_exists(spark, relation)
+        and model.event_date in iceberg.partition_fields(spark, relation)
+    )
 
 
-def in_window(spark: Sql, model: IncrementalModel,
-              windows: list[planning.Window]) -> dict[int, tuple[int, int, int, int]]:
+def in_window(
+    spark: Sql, model: IncrementalModel, windows: list[planning.Window]
+) -> dict[int, tuple[int, int, int, int]]:
     """Per window (by index): partitions, live rows, data files and bytes of a model's table
     in it, by its event date (declared, else its first partition column); the whole table's
     when it is not partitioned by it. The rows are counted from the table, one query for all
@@ -177,10 +217,14 @@ def in_window(spark: Sql, model: IncrementalModel,
         return f"{column} >= date'{start.isoformat()}' and {column} < date'{end.isoformat()}'"
 
     which = " ".join(f"when {within(w.start, w.end)} then {w.index}" for w in windows)
-    live = {row[0]: int(row[1]) for row in spark.sql(
-        f"select case {which} end as window_index, count(*) from {relation}"
-        f" where {within(min(w.start for w in windows), max(w.end for w in windows))}"
-        " group by 1").collect()}
+    live = {
+        row[0]: int(row[1])
+        for row in spark.sql(
+            f"select case {which} end as window_index, count(*) from {relation}"
+            f" where {within(min(w.start for w in windows), max(w.end for w in windows))}"
+            " group by 1"
+        ).collect()
+    }
     figures = {}
     for window in windows:
         partitions, _, files, size = metadata_totals(spark, relation, window, column)
@@ -188,8 +232,9 @@ def in_window(spark: Sql, model: IncrementalModel,
     return figures
 
 
-def metadata_totals(spark: Sql, relation: str, window: planning.Window | None = None,
-                    column: str | None = None) -> tuple[int, int, int, int]:
+def metadata_totals(
+    spark: Sql, relation: str, window: planning.Window | None = None, column: str | None = None
+) -> tuple[int, int, int, int]:
     """Partitions, records, data files and their bytes, from Iceberg's partitions metadata
     table. Records are those of the data files: with merge-on-read deletes, more than the
     rows a reader sees."""
@@ -199,6 +244,7 @@ def metadata_totals(spark: Sql, relation: str, window: planning.Window | None = 
     args = {"s": window.start, "e": window.end} if window else {}
     row = spark.sql(
         "select count(*), coalesce(sum(record_count), 0), coalesce(sum(file_count), 0),"
-        f" coalesce(sum(total_data_file_size_in_bytes), 0) from {relation}.partitions {where}", args=args,
+        f" coalesce(sum(total_data_file_size_in_bytes), 0) from {relation}.partitions {where}",
+        args=args,
     ).collect()[0]
     return tuple(int(v) for v in row)  # type: ignore[return-value]

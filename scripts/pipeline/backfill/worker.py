@@ -36,12 +36,22 @@ def main() -> int:
             started = datetime.now(UTC)
             answer = {"window": job["window"], "ok": True, "error": None, "invocation_id": None}
             try:
-                dbt.invoke("run", "--no-write-json", "--no-populate-cache", "--select", *job["models"],
-                           "--vars", json.dumps(job["vars"]))
+                dbt.invoke(
+                    "run",
+                    "--no-write-json",
+                    "--no-populate-cache",
+                    "--select",
+                    *job["models"],
+                    "--vars",
+                    json.dumps(job["vars"]),
+                )
             except DbtError as error:
                 answer.update(ok=False, error="; ".join(error.failures) or str(error))
-            answer.update(invocation_id=Dbt.last_invocation_id(), started=started.isoformat(),
-                          finished=datetime.now(UTC).isoformat())
+            answer.update(
+                invocation_id=Dbt.last_invocation_id(),
+                started=started.isoformat(),
+                finished=datetime.now(UTC).isoformat(),
+            )
             answers.write(json.dumps(answer) + "\n")
     return 0
 

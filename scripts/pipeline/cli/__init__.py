@@ -32,36 +32,36 @@ import click
 # refuses its command line, and 1 on an exception it does not catch.
 EXIT_CODES = {
     "land": "0 landed (or skipped); 2 a file or the contract refused, nothing appended; 3 a commit refused "
-            "by concurrent landings 5 times (the cluster target), the files before it appended",
+    "by concurrent landings 5 times (the cluster target), the files before it appended",
     "backfill": "0 published, dry run printed, abandoned, or a pause asked; 1 the gate or a window failed; "
-                "2 refused (bad argument, another run holds the lock, main moved); "
-                "4 published, and downstream a data test, a rebuild or the check failed (pipeline status RUN_ID); "
-                "5 paused at a window boundary for the fresh data (not during its span, or asked to pause)",
+    "2 refused (bad argument, another run holds the lock, main moved); "
+    "4 published, and downstream a data test, a rebuild or the check failed (pipeline status RUN_ID); "
+    "5 paused at a window boundary for the fresh data (not during its span, or asked to pause)",
     "restate": "0 published, nothing to restate, or dry run; 1 the restatement's backfill did not publish, "
-               "or dbt failed; 2 refused (a bad argument, a model without a declaration, the audit view missing "
-               "or not covering a model, a model not built or not auditable, over the cost ceiling without "
-               "an approval, or a backfill refusal); 3 published or nothing to restate, and rows late beyond "
-               "their restatement window are held, pending sign-off; 4 published, and downstream a data test, "
-               "a rebuild or the check failed (pipeline status RUN_ID), whatever is held; 5 paused for the "
-               "fresh data, as backfill",
+    "or dbt failed; 2 refused (a bad argument, a model without a declaration, the audit view missing "
+    "or not covering a model, a model not built or not auditable, over the cost ceiling without "
+    "an approval, or a backfill refusal); 3 published or nothing to restate, and rows late beyond "
+    "their restatement window are held, pending sign-off; 4 published, and downstream a data test, "
+    "a rebuild or the check failed (pipeline status RUN_ID), whatever is held; 5 paused for the "
+    "fresh data, as backfill",
     "signoff": "0 reviewed, signed off, or nothing held; 1 dbt failed; 2 refused (a bad argument, an "
-               "approval without a name and a reason, a hash that is not the rows held now, or the audit view missing or "
-               "not covering a model)",
+    "approval without a name and a reason, a hash that is not the rows held now, or the audit view missing or "
+    "not covering a model)",
     "apply": "0 published, re-planned (--replan) or checked (--check); 1 the backfill did not publish, or dbt failed; 2 refused "
-             "(the plan file unreadable, edited after planning or stale: its scope or code differs from a plan "
-             "made now; or a backfill refusal); 4 published, and downstream a data test, a rebuild or the "
-             "check failed (pipeline status RUN_ID); 5 paused for the fresh data, as backfill",
+    "(the plan file unreadable, edited after planning or stale: its scope or code differs from a plan "
+    "made now; or a backfill refusal); 4 published, and downstream a data test, a rebuild or the "
+    "check failed (pipeline status RUN_ID); 5 paused for the fresh data, as backfill",
     "status": "0 shown, or a replay plan written; 2 a malformed or unknown run id",
     "changelog": "0 listed",
     "rollback": "0 rolled back; 2 refused (the run is not published, or a table's main moved since); "
-                "4 rolled back, and downstream a data test, a rebuild or the check failed",
+    "4 rolled back, and downstream a data test, a rebuild or the check failed",
     "compare": "0 equal; 1 any difference, or dbt failed; 2 refused (not a model of the kind, no table, "
-               "bad scratch schema, unrouted dual run, different columns)",
+    "bad scratch schema, unrouted dual run, different columns)",
     "explain": "0 explained; 1 dbt failed; 2 refused (not a model of the framework's kind, no table yet)",
     "report": "0 written; 2 --days or --runs out of range",
     "maintain": "0 done; 2 refused (bad table name or argument)",
     "cluster": "start: 0 started, 1 failed, 2 refused (already running, stray processes, port in use); "
-               "stop: 0; status: 0 running, 1 not running",
+    "stop: 0; status: 0 running, 1 not running",
     "package-dir": "0 printed",
 }
 
@@ -108,10 +108,13 @@ def console():
     return Console(width=None if sys.stdout.isatty() else 160)
 
 
-@click.group(name="pipeline", context_settings=CONTEXT,
-             epilog="Every command: 2 when its command line is refused (usage on stderr) or another process "
-                    "holds the embedded warehouse; 1 on an exception it does not catch. "
-                    "Reference: docs/reference/cli.md.")
+@click.group(
+    name="pipeline",
+    context_settings=CONTEXT,
+    epilog="Every command: 2 when its command line is refused (usage on stderr) or another process "
+    "holds the embedded warehouse; 1 on an exception it does not catch. "
+    "Reference: docs/reference/cli.md.",
+)
 def pipeline() -> None:
     """Tooling around the backfill_safe dbt project on Spark + Iceberg: landing, backfills,
     restatements, dual runs, explain, the status page, maintenance and the local cluster."""
@@ -135,11 +138,18 @@ def main(argv: list[str] | None = None) -> int:
 
     args = sys.argv[1:] if argv is None else argv
     # every command but package-dir works on a dbt project: found, or refused before anything runs
-    if args and args[0] in pipeline.commands and args[0] != "package-dir" \
-            and not set(args) & set(CONTEXT["help_option_names"]) \
-            and not (paths.PROJECT_DIR / "dbt_project.yml").is_file():
-        print(f"error: no dbt_project.yml in {paths.PROJECT_DIR}: run pipeline from your dbt project's "
-              "folder, or set DBT_PROJECT_DIR to it", file=sys.stderr)
+    if (
+        args
+        and args[0] in pipeline.commands
+        and args[0] != "package-dir"
+        and not set(args) & set(CONTEXT["help_option_names"])
+        and not (paths.PROJECT_DIR / "dbt_project.yml").is_file()
+    ):
+        print(
+            f"error: no dbt_project.yml in {paths.PROJECT_DIR}: run pipeline from your dbt project's "
+            "folder, or set DBT_PROJECT_DIR to it",
+            file=sys.stderr,
+        )
         return 2
     try:
         code = pipeline.main(args=argv, prog_name="pipeline", standalone_mode=False)

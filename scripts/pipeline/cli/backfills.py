@@ -13,15 +13,23 @@ import click
 
 from pipeline.cli import command, refusing
 
-_plan_out = click.option("--plan-out", metavar="FILE", type=click.Path(dir_okay=False, writable=True),
-                         help="Write the plan (scope, code, data, estimate, gates; YAML) to FILE for review, and "
-                              "run nothing: `pipeline apply FILE` runs exactly it. Needs --reason.")
-_reason = click.option("--reason", metavar="TEXT",
-                       help="Why history is rewritten; required unless --dry-run, recorded with the run.")
-_rebuild = click.option("--rebuild-downstream", is_flag=True,
-                        help="Once published (rolled back), rebuild the tables and plain incremental models "
-                             "downstream, left stale by it (a plain incremental model is fully refreshed), before "
-                             "their data tests run. Default: name them, with the command that refreshes them.")
+_plan_out = click.option(
+    "--plan-out",
+    metavar="FILE",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write the plan (scope, code, data, estimate, gates; YAML) to FILE for review, and "
+    "run nothing: `pipeline apply FILE` runs exactly it. Needs --reason.",
+)
+_reason = click.option(
+    "--reason", metavar="TEXT", help="Why history is rewritten; required unless --dry-run, recorded with the run."
+)
+_rebuild = click.option(
+    "--rebuild-downstream",
+    is_flag=True,
+    help="Once published (rolled back), rebuild the tables and plain incremental models "
+    "downstream, left stale by it (a plain incremental model is fully refreshed), before "
+    "their data tests run. Default: name them, with the command that refreshes them.",
+)
 
 
 def _refusals():
@@ -31,16 +39,25 @@ def _refusals():
     return PlanError, BackfillRefused
 
 
-_not_during = click.option("--not-during", metavar="HH:MM-HH:MM",
-                           help="The fresh data's lane, in local time: start no window that would run into it "
-                                "(pause at the window boundary before, exit 5; --resume after). "
-                                "Default: var backfill_not_during (unset: none).")
+_not_during = click.option(
+    "--not-during",
+    metavar="HH:MM-HH:MM",
+    help="The fresh data's lane, in local time: start no window that would run into it "
+    "(pause at the window boundary before, exit 5; --resume after). "
+    "Default: var backfill_not_during (unset: none).",
+)
 
 
-_parallel = click.option("--parallel", type=int, default=1, show_default=True, metavar="N",
-                         help="Windows at once, at most var backfill_max_parallel (4); above 1 on the cluster "
-                              "target only (a worker process each). Models that cannot (not partitioned by "
-                              "their event date, or scoped by another key) run theirs one at a time after.")
+_parallel = click.option(
+    "--parallel",
+    type=int,
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Windows at once, at most var backfill_max_parallel (4); above 1 on the cluster "
+    "target only (a worker process each). Models that cannot (not partitioned by "
+    "their event date, or scoped by another key) run theirs one at a time after.",
+)
 
 
 def _checked_parallel(parallel: int) -> int:
@@ -93,30 +110,60 @@ def _show_run(runner, out, run_id: str) -> int:
 
 @click.option("--start", metavar="YYYY-MM-DD", help="First event date (inclusive).")
 @click.option("--end", metavar="YYYY-MM-DD", help="Last event date (exclusive).")
-@click.option("--select", metavar="MODELS",
-              help="Model names, space or comma separated, optionally with dbt's + operators; everything "
-                   "downstream of them is included. Default: every incremental model of the framework's kind.")
-@click.option("--batch-days", type=int, default=7, show_default=True,
-              help="Days per window, at most the project var backfill_max_batch_days.")
+@click.option(
+    "--select",
+    metavar="MODELS",
+    help="Model names, space or comma separated, optionally with dbt's + operators; everything "
+    "downstream of them is included. Default: every incremental model of the framework's kind.",
+)
+@click.option(
+    "--batch-days",
+    type=int,
+    default=7,
+    show_default=True,
+    help="Days per window, at most the project var backfill_max_batch_days.",
+)
 @_reason
-@click.option("--dry-run", is_flag=True,
-              help="Print windows, models and what each window may rewrite (Iceberg metadata only); "
-                   "write nothing.")
-@click.option("--resume", metavar="RUN_ID",
-              help="Continue an interrupted, failed or paused run: only its windows not done run.")
-@click.option("--retry-failed", metavar="RUN_ID",
-              help="Run again only the failed windows of a failed run, then gate and publish.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print windows, models and what each window may rewrite (Iceberg metadata only); write nothing.",
+)
+@click.option(
+    "--resume", metavar="RUN_ID", help="Continue an interrupted, failed or paused run: only its windows not done run."
+)
+@click.option(
+    "--retry-failed", metavar="RUN_ID", help="Run again only the failed windows of a failed run, then gate and publish."
+)
 @click.option("--abandon", metavar="RUN_ID", help="Drop an unpublished run's branches and release its lock.")
-@click.option("--pause", is_flag=True,
-              help="Ask the running backfill of this warehouse to pause at its next window boundary (for "
-                   "the daily run); it exits 5, and --resume continues it.")
+@click.option(
+    "--pause",
+    is_flag=True,
+    help="Ask the running backfill of this warehouse to pause at its next window boundary (for "
+    "the daily run); it exits 5, and --resume continues it.",
+)
 @_plan_out
 @_rebuild
 @_not_during
 @_parallel
 @refusing(_refusals)
-def backfill(start, end, select, batch_days, reason, dry_run, resume, retry_failed, abandon, pause, plan_out,
-             rebuild_downstream, not_during, parallel, out) -> int:
+def backfill(
+    start,
+    end,
+    select,
+    batch_days,
+    reason,
+    dry_run,
+    resume,
+    retry_failed,
+    abandon,
+    pause,
+    plan_out,
+    rebuild_downstream,
+    not_during,
+    parallel,
+    out,
+) -> int:
     """Restate the models' rows whose event date is in [--start, --end): one `dbt run --vars` per
     window of at most --batch-days days, all writes on an Iceberg branch per table, data tests on
     the branches, then every table published at once (or none). Checkpointed (--resume),
@@ -124,15 +171,21 @@ def backfill(start, end, select, batch_days, reason, dry_run, resume, retry_fail
     from pipeline.backfill.plan import PlanError, check_reason, check_run_id, parse_date, parse_selectors
 
     if sum([bool(resume), bool(retry_failed), bool(abandon), bool(start or end), pause]) != 1:
-        raise PlanError("give either --start/--end (a new backfill), --resume RUN_ID, --retry-failed RUN_ID, "
-                        "--abandon RUN_ID or --pause")
+        raise PlanError(
+            "give either --start/--end (a new backfill), --resume RUN_ID, --retry-failed RUN_ID, "
+            "--abandon RUN_ID or --pause"
+        )
     if pause:
         from pipeline.backfill.lane import request_pause
         from pipeline.spark import holder
 
         path = request_pause(f"pipeline backfill --pause, process {os.getpid()}")
-        out.print(f"asked the backfill to pause at its next window boundary ({path}); "
-                  f"the warehouse: {holder() or 'not held now'}", markup=False, highlight=False)
+        out.print(
+            f"asked the backfill to pause at its next window boundary ({path}); "
+            f"the warehouse: {holder() or 'not held now'}",
+            markup=False,
+            highlight=False,
+        )
         return 0
     lane = _lane(not_during)
     parallel = _checked_parallel(parallel)
@@ -170,28 +223,54 @@ def backfill(start, end, select, batch_days, reason, dry_run, resume, retry_fail
     return _show_run(runner, out, runner.start(plan, reason))
 
 
-@click.option("--select", metavar="MODELS",
-              help="Declared models to restrict to, space or comma separated (no graph operators: nothing "
-                   "downstream is added). Default: every declared model.")
-@click.option("--batch-days", type=int, default=7, show_default=True,
-              help="Largest window in days; consecutive dates share windows.")
+@click.option(
+    "--select",
+    metavar="MODELS",
+    help="Declared models to restrict to, space or comma separated (no graph operators: nothing "
+    "downstream is added). Default: every declared model.",
+)
+@click.option(
+    "--batch-days",
+    type=int,
+    default=7,
+    show_default=True,
+    help="Largest window in days; consecutive dates share windows.",
+)
 @_reason
-@click.option("--dry-run", is_flag=True,
-              help="Print the keys per model and why, the missed window's cost, the dates and windows; "
-                   "write nothing.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the keys per model and why, the missed window's cost, the dates and windows; write nothing.",
+)
 @_plan_out
-@click.option("--max-partitions", type=click.IntRange(0), metavar="N",
-              help="The cost ceiling: refuse a restatement that rewrites more than N partitions (of every "
-                   "model in scope, as the tables hold them) unless --approved-by names who approved it. "
-                   "Default: var restatement_max_partitions (unset: no ceiling).")
-@click.option("--approved-by", metavar="NAME",
-              help="Who approved a restatement over the cost ceiling; recorded with its reason.")
+@click.option(
+    "--max-partitions",
+    type=click.IntRange(0),
+    metavar="N",
+    help="The cost ceiling: refuse a restatement that rewrites more than N partitions (of every "
+    "model in scope, as the tables hold them) unless --approved-by names who approved it. "
+    "Default: var restatement_max_partitions (unset: no ceiling).",
+)
+@click.option(
+    "--approved-by", metavar="NAME", help="Who approved a restatement over the cost ceiling; recorded with its reason."
+)
 @_rebuild
 @_not_during
 @_parallel
 @refusing(_refusals)
-def restate(select, batch_days, reason, dry_run, plan_out, max_partitions, approved_by, rebuild_downstream,
-            not_during, parallel, out) -> int:
+def restate(
+    select,
+    batch_days,
+    reason,
+    dry_run,
+    plan_out,
+    max_partitions,
+    approved_by,
+    rebuild_downstream,
+    not_during,
+    parallel,
+    out,
+) -> int:
     """The deep restatement, meant to run on a schedule: backfill only the event dates of rows
     that arrived after their lookback window and that the late-data policy lets it restate.
     Reads audit_unreflected_changes (keys whose current source state is not in the mart and
@@ -209,8 +288,10 @@ def restate(select, batch_days, reason, dry_run, plan_out, max_partitions, appro
     if max_partitions is None:
         max_partitions = _var_ceiling()
     if approved_by and max_partitions is None:
-        raise PlanError("--approved-by approves a restatement over the cost ceiling: no ceiling is set "
-                        "(--max-partitions, var restatement_max_partitions)")
+        raise PlanError(
+            "--approved-by approves a restatement over the cost ceiling: no ceiling is set "
+            "(--max-partitions, var restatement_max_partitions)"
+        )
     runner = _runner(out, rebuild_downstream, _lane(not_during), _checked_parallel(parallel))
     restatement = runner.restate_plan(select, batch_days)
     try:
@@ -219,8 +300,9 @@ def restate(select, batch_days, reason, dry_run, plan_out, max_partitions, appro
             impacts = runner.restate_impact(select)
             out.print(runner.restate_keys(select))
             out.print(runner.impact_table(impacts))
-            document = runner.plan_document(restatement, "restate", reason,
-                                            {"select": select, "batch_days": batch_days}, impacts)
+            document = runner.plan_document(
+                restatement, "restate", reason, {"select": select, "batch_days": batch_days}, impacts
+            )
             return _write_plan(out, runner, restatement, plan_out, document)
         if restatement is not None and not (dry_run or plan_out) and max_partitions is not None:
             reason = _within_ceiling(runner, out, restatement, reason, max_partitions, approved_by)
@@ -230,11 +312,17 @@ def restate(select, batch_days, reason, dry_run, plan_out, max_partitions, appro
         runner.release_audit()  # the audit's rows restate_plan held (start drops them first)
 
 
-@click.option("--select", metavar="MODELS",
-              help="Declared models to restrict to, space or comma separated. Default: every declared model.")
-@click.option("--approve", metavar="HASH",
-              help="Sign off the rows held now, whose hash (12 characters or more, as a review prints it) "
-                   "is HASH; refused if they changed since the review. Needs --by and --reason.")
+@click.option(
+    "--select",
+    metavar="MODELS",
+    help="Declared models to restrict to, space or comma separated. Default: every declared model.",
+)
+@click.option(
+    "--approve",
+    metavar="HASH",
+    help="Sign off the rows held now, whose hash (12 characters or more, as a review prints it) "
+    "is HASH; refused if they changed since the review. Needs --by and --reason.",
+)
 @click.option("--by", "signed_by", metavar="NAME", help="Who signs off (recorded).")
 @click.option("--reason", metavar="TEXT", help="Why these rows may be restated (recorded).")
 @refusing(_refusals)
@@ -267,25 +355,39 @@ def signoff(select, approve, signed_by, reason, out) -> int:
         out.print(runner.impact_table(impacts))
         if not approve:
             selection = f" --select '{select}'" if select else ""
-            out.print(f"{pending.keys} keys held beyond their restatement window, hash {pending.hash[:16]}. To "
-                      f"have the next `pipeline restate` restate them: pipeline signoff{selection} --approve "
-                      f"{pending.hash[:16]} --by NAME --reason TEXT", markup=False, highlight=False)
+            out.print(
+                f"{pending.keys} keys held beyond their restatement window, hash {pending.hash[:16]}. To "
+                f"have the next `pipeline restate` restate them: pipeline signoff{selection} --approve "
+                f"{pending.hash[:16]} --by NAME --reason TEXT",
+                markup=False,
+                highlight=False,
+            )
             return 0
         signoff_id = runner.sign_off(signed_by, reason, approve, impacts)
-        out.print(f"signed off {signoff_id}: {pending.keys} keys of {', '.join(m.name for m in pending.models)} "
-                  f"by {signed_by}; the next `pipeline restate` restates them", markup=False, highlight=False)
+        out.print(
+            f"signed off {signoff_id}: {pending.keys} keys of {', '.join(m.name for m in pending.models)} "
+            f"by {signed_by}; the next `pipeline restate` restates them",
+            markup=False,
+            highlight=False,
+        )
         return 0
     finally:
         runner.release_audit()
 
 
 @click.argument("plan_files", metavar="PLAN...", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--replan", is_flag=True,
-              help="Run nothing: when the plan is stale, write the plan made now over PLAN (for another "
-                   "review); when it is not, say so.")
-@click.option("--check", is_flag=True,
-              help="Only check the files (fields, hash, parameters, every model a model of the project), "
-                   "without Spark: for CI over a folder of plans. Runs nothing.")
+@click.option(
+    "--replan",
+    is_flag=True,
+    help="Run nothing: when the plan is stale, write the plan made now over PLAN (for another "
+    "review); when it is not, say so.",
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Only check the files (fields, hash, parameters, every model a model of the project), "
+    "without Spark: for CI over a folder of plans. Runs nothing.",
+)
 @_rebuild
 @_not_during
 @_parallel
@@ -317,21 +419,30 @@ def apply(plan_files, replan, check, rebuild_downstream, not_during, parallel, o
             if parameters.get("windows") is not None:
                 plan = runner.plan_windows(plans.window_list(parameters["windows"]), parameters.get("select"))
             else:
-                plan = runner.plan(parameters["start"], parameters["end"], parameters.get("select"),
-                                   parameters["batch_days"])
+                plan = runner.plan(
+                    parameters["start"], parameters["end"], parameters.get("select"), parameters["batch_days"]
+                )
         else:
             plan = runner.restate_plan(parameters.get("select"), parameters["batch_days"])
             if plan is None:
-                raise _stale(path, ["scope: nothing to restate now (every late change planned is in the "
-                                    "marts, or was restated since)"])
+                raise _stale(
+                    path,
+                    [
+                        "scope: nothing to restate now (every late change planned is in the "
+                        "marts, or was restated since)"
+                    ],
+                )
             impacts = runner.restate_impact(parameters.get("select"))
             _show_pending(runner, out, parameters.get("select"))
         now = runner.plan_document(plan, planned["kind"], planned["reason"], parameters, impacts)
         stale = plans.differences(planned, now)
         if replan:  # never runs anything: a re-plan is reviewed before it is applied
             if not stale:
-                out.print(f"{path}: unchanged (a plan made now has the same scope, gates and code); "
-                          "nothing run", markup=False, highlight=False)
+                out.print(
+                    f"{path}: unchanged (a plan made now has the same scope, gates and code); nothing run",
+                    markup=False,
+                    highlight=False,
+                )
                 return 0
             plans.dump(now, path)
             out.print(f"{path}: re-planned, nothing run; review the difference, then apply it:", markup=False)
@@ -343,8 +454,12 @@ def apply(plan_files, replan, check, rebuild_downstream, not_during, parallel, o
         for line in plans.notes(planned, now):
             out.print(f"note: {line}", markup=False, highlight=False)
         applied = (planned["plan_hash"], str(path), text)
-        out.print(f"applying {path} (plan_hash {planned['plan_hash'][:12]}): {len(plan.windows)} windows, "
-                  f"models {', '.join(m.name for m in plan.models)}", markup=False, highlight=False)
+        out.print(
+            f"applying {path} (plan_hash {planned['plan_hash'][:12]}): {len(plan.windows)} windows, "
+            f"models {', '.join(m.name for m in plan.models)}",
+            markup=False,
+            highlight=False,
+        )
         if impacts is not None:
             return _show_run(runner, out, runner.restate(plan, planned["reason"], impacts, applied))
         return _show_run(runner, out, runner.start(plan, planned["reason"], applied))
@@ -353,9 +468,13 @@ def apply(plan_files, replan, check, rebuild_downstream, not_during, parallel, o
 
 
 @click.argument("run_id", required=False)
-@click.option("--plan-out", metavar="FILE", type=click.Path(dir_okay=False, writable=True),
-              help="With RUN_ID: write a plan that replays the run (its windows and models, planned now on "
-                   "the current code) to FILE, for review and `pipeline apply`.")
+@click.option(
+    "--plan-out",
+    metavar="FILE",
+    type=click.Path(dir_okay=False, writable=True),
+    help="With RUN_ID: write a plan that replays the run (its windows and models, planned now on "
+    "the current code) to FILE, for review and `pipeline apply`.",
+)
 @refusing(_refusals)
 def status(run_id, plan_out, out) -> int:
     """List backfill runs and each model's minimal metrics (a model over models: the upstream
@@ -375,8 +494,11 @@ def status(run_id, plan_out, out) -> int:
         run, windows = runner.recorded(run_id)
         if not windows:
             raise PlanError(f"run {run_id} recorded no windows (interrupted while starting): nothing to replay")
-        parameters = {"windows": [{"start": str(w.start), "end": str(w.end)} for w in windows],
-                      "select": " ".join(run.models), "batch_days": run.batch_days}
+        parameters = {
+            "windows": [{"start": str(w.start), "end": str(w.end)} for w in windows],
+            "select": " ".join(run.models),
+            "batch_days": run.batch_days,
+        }
         plan = runner.plan_windows([(w.start, w.end) for w in windows], parameters["select"])
         document = runner.plan_document(plan, "backfill", f"replay of {run_id}: {run.reason}"[:500], parameters)
         return _write_plan(out, runner, plan, plan_out, document)
@@ -398,15 +520,21 @@ def status(run_id, plan_out, out) -> int:
             out.print(line, markup=False, highlight=False)
         drift = watermark_drift(runner.dbt, runner.spark)
         ahead = sorted({d.model_name for d in drift})
-        out.print(f"watermarks ahead of their loadable data: {', '.join(ahead) or 'none'}", markup=False,
-                  highlight=False)
+        out.print(
+            f"watermarks ahead of their loadable data: {', '.join(ahead) or 'none'}", markup=False, highlight=False
+        )
         for line in drift:  # whole, not wrapped: the file path at its end is to copy
             out.print(f"  {line.text()}", markup=False, highlight=False, soft_wrap=True)
     return 0
 
 
-@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True,
-              help="How many of the latest published (or rolled back) runs.")
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 1000),
+    default=20,
+    show_default=True,
+    help="How many of the latest published (or rolled back) runs.",
+)
 @refusing(_refusals)
 def changelog(limit, out) -> int:
     """One version note per published backfill or restatement, newest first: when and why, the
@@ -437,16 +565,15 @@ def rollback(run_id, rebuild_downstream, out) -> int:
 def register(group: click.Group) -> None:
     """The commands of this module, each with its --help's exit codes (pipeline.cli.EXIT_CODES)."""
     for function, name, short_help in (
-            (backfill, "backfill", "Restate [start, end) in windows on Iceberg branches, published atomically."),
-            (restate, "restate", "Backfill only the dates of rows late beyond their window."),
-            (signoff, "signoff", "Review late rows held beyond their restatement window; sign them off."),
-            (apply, "apply", "Run exactly a reviewed plan file (written by --plan-out)."),
-            (status, "status", "List backfill runs and model metrics, or show one run."),
-            (changelog, "changelog", "The version notes of published backfills, newest first."),
-            (rollback, "rollback", "Restore a published backfill's tables to before it."),
+        (backfill, "backfill", "Restate [start, end) in windows on Iceberg branches, published atomically."),
+        (restate, "restate", "Backfill only the dates of rows late beyond their window."),
+        (signoff, "signoff", "Review late rows held beyond their restatement window; sign them off."),
+        (apply, "apply", "Run exactly a reviewed plan file (written by --plan-out)."),
+        (status, "status", "List backfill runs and model metrics, or show one run."),
+        (changelog, "changelog", "The version notes of published backfills, newest first."),
+        (rollback, "rollback", "Restore a published backfill's tables to before it."),
     ):
         command(group, name, short_help=short_help)(function)
-
 
 
 def _write_plan(out, runner, plan, path: str, document: dict) -> int:
@@ -479,17 +606,23 @@ def _check_plans(out, files) -> int:
         unknown = plans.unresolved(document, models)
         if unknown:
             raise PlanError(f"{path}: {', '.join(unknown)} is not a model of the project")
-        out.print(f"ok {path}: {document['kind']}, {len(document['scope']['windows'])} windows, "
-                  f"models {', '.join(document['scope']['models'])}", markup=False, highlight=False)
+        out.print(
+            f"ok {path}: {document['kind']}, {len(document['scope']['windows'])} windows, "
+            f"models {', '.join(document['scope']['models'])}",
+            markup=False,
+            highlight=False,
+        )
     return 0
 
 
 def _stale(path, differences: list[str]):
     from pipeline.backfill.plan import BackfillRefused
 
-    return BackfillRefused(f"{path} is stale: a plan made now differs from it, so nothing ran:\n"
-                           + "\n".join(f"  {line}" for line in differences)
-                           + f"\nplan again and have it reviewed (`pipeline apply --replan {path}` writes the new plan)")
+    return BackfillRefused(
+        f"{path} is stale: a plan made now differs from it, so nothing ran:\n"
+        + "\n".join(f"  {line}" for line in differences)
+        + f"\nplan again and have it reviewed (`pipeline apply --replan {path}` writes the new plan)"
+    )
 
 
 def _var_ceiling() -> int | None:
@@ -502,8 +635,9 @@ def _var_ceiling() -> int | None:
     except KeyError:
         return None
     if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-        raise PlanError(f"dbt_project.yml: var restatement_max_partitions must be whole partitions >= 0 or null; "
-                        f"got {value!r}")
+        raise PlanError(
+            f"dbt_project.yml: var restatement_max_partitions must be whole partitions >= 0 or null; got {value!r}"
+        )
     return value
 
 
@@ -519,9 +653,13 @@ def _within_ceiling(runner, out, restatement, reason: str, ceiling: int, approve
         raise BackfillRefused(
             f"the restatement would rewrite {partitions} partitions, over the cost ceiling of {ceiling} "
             "(--max-partitions, var restatement_max_partitions); nothing ran. Review it (--dry-run) and run it "
-            "again with --approved-by NAME, or restrict it (--select)")
-    out.print(f"over the cost ceiling: {partitions} partitions > {ceiling}, approved by {approved_by}",
-              markup=False, highlight=False)
+            "again with --approved-by NAME, or restrict it (--select)"
+        )
+    out.print(
+        f"over the cost ceiling: {partitions} partitions > {ceiling}, approved by {approved_by}",
+        markup=False,
+        highlight=False,
+    )
     return f"{reason} (over the cost ceiling: {partitions} partitions > {ceiling}, approved by {approved_by})"
 
 
@@ -531,35 +669,46 @@ def _show_pending(runner, out, select: str | None) -> None:
         return
     from rich.table import Table
 
-    table = Table(title="held beyond their restatement window, pending sign-off (not restated: review and sign "
-                        "off with `pipeline signoff`)")
+    table = Table(
+        title="held beyond their restatement window, pending sign-off (not restated: review and sign "
+        "off with `pipeline signoff`)"
+    )
     for column in ("model", "keys", "dates", "window (days)", "sample of keys"):
         table.add_column(column)
     for model in runner.pending.models:
-        table.add_row(model.name, str(model.keys), "-" if model.first_date is None else
-                      f"{model.first_date} .. {model.last_date} ({model.dates})", str(model.window_days or "-"),
-                      ", ".join(model.sample) + (" ..." if model.keys > len(model.sample) else ""))
+        table.add_row(
+            model.name,
+            str(model.keys),
+            "-" if model.first_date is None else f"{model.first_date} .. {model.last_date} ({model.dates})",
+            str(model.window_days or "-"),
+            ", ".join(model.sample) + (" ..." if model.keys > len(model.sample) else ""),
+        )
     out.print(table)
-    out.print(f"{runner.pending.keys} keys held, hash {runner.pending.hash[:16]}: "
-              f"pipeline signoff{f' --select {select!r}' if select else ''} reviews them", markup=False,
-              highlight=False)
+    out.print(
+        f"{runner.pending.keys} keys held, hash {runner.pending.hash[:16]}: "
+        f"pipeline signoff{f' --select {select!r}' if select else ''} reviews them",
+        markup=False,
+        highlight=False,
+    )
 
 
 def _restate(runner, out, restatement, select: str | None, reason: str | None, dry_run: bool) -> int:
     """`pipeline restate` once planned: the keys, the cost per date, then the restatement."""
     unaudited = runner.unaudited_models()
     if unaudited and not select:
-        out.print("not audited for late changes (no config.meta.backfill_safe), so not restated: "
-                  + ", ".join(unaudited))
+        out.print(
+            "not audited for late changes (no config.meta.backfill_safe), so not restated: " + ", ".join(unaudited)
+        )
     if restatement is None:
-        out.print("nothing to restate: every late change within its restatement window (or signed off) is in "
-                  "the marts")
+        out.print("nothing to restate: every late change within its restatement window (or signed off) is in the marts")
         return 0
     out.print(runner.restate_keys(select))
     impacts = runner.restate_impact(select)
     out.print(runner.impact_table(impacts))
-    out.print(f"restating {len(restatement.windows)} windows: "
-              + ", ".join(f"{w.start} .. {w.end}" for w in restatement.windows))
+    out.print(
+        f"restating {len(restatement.windows)} windows: "
+        + ", ".join(f"{w.start} .. {w.end}" for w in restatement.windows)
+    )
     if dry_run:
         out.print(runner.dry_run(restatement))
         return 0

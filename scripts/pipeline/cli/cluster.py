@@ -13,29 +13,46 @@ from pipeline.cli import EXIT_CODES, command
 def register(group: click.Group) -> None:
     from pipeline import cluster as local
 
-    @group.group("cluster", short_help="Start, stop or show the local Spark cluster and Thrift Server.",
-                 epilog=f"Exit codes: {EXIT_CODES['cluster']}.")
+    @group.group(
+        "cluster",
+        short_help="Start, stop or show the local Spark cluster and Thrift Server.",
+        epilog=f"Exit codes: {EXIT_CODES['cluster']}.",
+    )
     def cluster() -> None:
         """A Spark master, two single-core workers and a Spark Thrift Server on them, all on
         127.0.0.1, with the embedded target's Iceberg settings and their own metastore and warehouse
         in <state dir>/cluster/. `start` prints the exports dbt needs (--target cluster)."""
 
-    @cluster.command("start", short_help="Start the cluster and print the exports dbt needs.",
-                     epilog="Exit codes: 0 started, 1 failed (names the log to read), 2 refused "
-                                     "(already running, stray processes of an earlier cluster, port in use).")
-    @click.option("--thrift-port", type=int, default=None, metavar="N",
-                  help=f"Port of the Thrift Server. Default: {local.DEFAULT_THRIFT_PORT} if free, else a free one.")
+    @cluster.command(
+        "start",
+        short_help="Start the cluster and print the exports dbt needs.",
+        epilog="Exit codes: 0 started, 1 failed (names the log to read), 2 refused "
+        "(already running, stray processes of an earlier cluster, port in use).",
+    )
+    @click.option(
+        "--thrift-port",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"Port of the Thrift Server. Default: {local.DEFAULT_THRIFT_PORT} if free, else a free one.",
+    )
     @click.option("--worker-memory", default="2g", show_default=True, help="Memory each worker offers.")
     @click.option("--executor-memory", default="1g", show_default=True, help="Memory of each executor.")
     @click.option("--driver-memory", default="1g", show_default=True, help="Memory of the Thrift Server's driver.")
-    @click.option("--timeout", type=float, default=180.0, show_default=True, metavar="S",
-                  help="Seconds the whole start may take.")
+    @click.option(
+        "--timeout", type=float, default=180.0, show_default=True, metavar="S", help="Seconds the whole start may take."
+    )
     def start(thrift_port, worker_memory, executor_memory, driver_memory, timeout) -> int:
         """Start the cluster and print the `export` lines dbt's cluster target reads."""
         try:
             started_at = time.monotonic()
-            state = local.start(thrift_port=thrift_port, worker_memory=worker_memory,
-                                executor_memory=executor_memory, driver_memory=driver_memory, timeout=timeout)
+            state = local.start(
+                thrift_port=thrift_port,
+                worker_memory=worker_memory,
+                executor_memory=executor_memory,
+                driver_memory=driver_memory,
+                timeout=timeout,
+            )
         except local.ClusterRefused as error:
             print(f"refused: {error}", file=sys.stderr)
             return 2
@@ -49,7 +66,9 @@ def register(group: click.Group) -> None:
             print(f"  {line}")
         return 0
 
-    @cluster.command("stop", short_help="Stop every process of the cluster.", epilog="Exit codes: 0 (stopped, or nothing ran).")
+    @cluster.command(
+        "stop", short_help="Stop every process of the cluster.", epilog="Exit codes: 0 (stopped, or nothing ran)."
+    )
     def stop() -> int:
         """Stop every process of this state folder's cluster (found by their command line too)."""
         stopped = local.stop()
@@ -57,7 +76,9 @@ def register(group: click.Group) -> None:
         print(f"stopped {len(stopped)} processes of {cdir}" if stopped else f"nothing runs from {cdir}")
         return 0
 
-    @cluster.command("status", short_help="Show the processes, logs and exports.", epilog="Exit codes: 0 running, 1 not running.")
+    @cluster.command(
+        "status", short_help="Show the processes, logs and exports.", epilog="Exit codes: 0 running, 1 not running."
+    )
     def status() -> int:
         """Show the processes, their logs, the workers alive at the master and the exports."""
         cdir = local.cluster_dir()

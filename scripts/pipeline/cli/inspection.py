@@ -12,8 +12,13 @@ _JSON = click.Path(dir_okay=False, writable=True, path_type=Path)
 
 
 @click.argument("model")
-@click.option("--scratch-schema", default="dual_run", show_default=True, metavar="S",
-              help="Schema of the full-refresh build (lower-case letters, digits, _; not the model's own).")
+@click.option(
+    "--scratch-schema",
+    default="dual_run",
+    show_default=True,
+    metavar="S",
+    help="Schema of the full-refresh build (lower-case letters, digits, _; not the model's own).",
+)
 @click.option("--keep", is_flag=True, help="Keep the scratch table for inspection.")
 @click.option("--json", "json_file", type=_JSON, metavar="FILE", help="Also write the comparison as JSON.")
 @refusing(lambda: _refusals("compare"))
@@ -34,8 +39,10 @@ def compare(model: str, scratch_schema: str, keep: bool, json_file: Path | None,
     from pipeline.engine import get_engine
 
     result = dual_run(get_engine(), Dbt(quiet=True), model, scratch_schema, keep=keep)
-    table = Table(title=f"{result.incremental_table} (incremental) vs {result.full_refresh_table} "
-                        f"(full refresh), by {result.unique_key}")
+    table = Table(
+        title=f"{result.incremental_table} (incremental) vs {result.full_refresh_table} "
+        f"(full refresh), by {result.unique_key}"
+    )
     for column in ("identical", "modified", "missing", "extra"):
         table.add_column(column, justify="right")
     table.add_row(*(str(getattr(result, c)) for c in ("identical", "modified", "missing", "extra")))
@@ -51,8 +58,13 @@ def compare(model: str, scratch_schema: str, keep: bool, json_file: Path | None,
 
 
 @click.argument("models", nargs=-1, required=True, metavar="MODEL...")
-@click.option("--json", "json_file", type=_JSON, metavar="FILE",
-              help="Also write the explanation as JSON (per model: statements, planned scans, ran).")
+@click.option(
+    "--json",
+    "json_file",
+    type=_JSON,
+    metavar="FILE",
+    help="Also write the explanation as JSON (per model: statements, planned scans, ran).",
+)
 @refusing(lambda: _refusals("explain"))
 def explain(models: tuple[str, ...], json_file: Path | None, out) -> int:
     """What the next daily run of each MODEL (incremental, of the framework's kind) will read,
@@ -77,10 +89,16 @@ def explain(models: tuple[str, ...], json_file: Path | None, out) -> int:
     return 0
 
 
-@click.option("--out", "out_file", type=_JSON, metavar="FILE",
-              help="HTML file to write. Default: <state dir>/status.html.")
-@click.option("--days", type=int, default=14, show_default=True,
-              help="Event dates of each declared model's measures, source vs mart, 1..366.")
+@click.option(
+    "--out", "out_file", type=_JSON, metavar="FILE", help="HTML file to write. Default: <state dir>/status.html."
+)
+@click.option(
+    "--days",
+    type=int,
+    default=14,
+    show_default=True,
+    help="Event dates of each declared model's measures, source vs mart, 1..366.",
+)
 @click.option("--runs", type=int, default=30, show_default=True, help="Latest run records shown, 1..1000.")
 def report(out_file: Path | None, days: int, runs: int) -> int:
     """Write the status page, one static HTML file: freshness, watermarks, runs, daily totals,
@@ -94,20 +112,21 @@ def report(out_file: Path | None, days: int, runs: int) -> int:
 
     page = out_file or paths.state_dir() / "status.html"
     written = status_page.write(get_engine(), Dbt(quiet=True), page, days, runs)
-    print(f"wrote {page}: {len(written.pipelines)} pipelines, {len(written.runs)} runs, "
-          f"{len(written.backfills)} backfills, {len(written.alerts)} alerts")
+    print(
+        f"wrote {page}: {len(written.pipelines)} pipelines, {len(written.runs)} runs, "
+        f"{len(written.backfills)} backfills, {len(written.alerts)} alerts"
+    )
     return 0
 
 
 def register(group: click.Group) -> None:
     """The commands of this module, each with its --help's exit codes (pipeline.cli.EXIT_CODES)."""
     for function, name, short_help in (
-            (compare, "compare", "Dual run: full refresh in a scratch schema vs the incremental table."),
-            (explain, "explain", "What the next daily run of models will read, before it runs."),
-            (report, "report", "Write the status page: one static HTML file."),
+        (compare, "compare", "Dual run: full refresh in a scratch schema vs the incremental table."),
+        (explain, "explain", "What the next daily run of models will read, before it runs."),
+        (report, "report", "Write the status page: one static HTML file."),
     ):
         command(group, name, short_help=short_help)(function)
-
 
 
 def _refusals(command: str) -> tuple[type[Exception], ...]:
@@ -138,19 +157,37 @@ def _print_explanation(out, explanation) -> None:
     for read in explanation.ran:
         # the files summed over several scans of a table are no share of it: the largest scan's are
         files = of(read.largest_scan_files, read.table_data_files) + (
-            f" (largest of {read.scans} scans; {read.data_files:,} planned over all)" if read.scans > 1 else "")
-        table.add_row("ran: scope, staging", read.table, read.role, str(read.scans),
-                      files, "", f"{read.rows:,}", "; ".join(read.filters))
+            f" (largest of {read.scans} scans; {read.data_files:,} planned over all)" if read.scans > 1 else ""
+        )
+        table.add_row(
+            "ran: scope, staging",
+            read.table,
+            read.role,
+            str(read.scans),
+            files,
+            "",
+            f"{read.rows:,}",
+            "; ".join(read.filters),
+        )
     for scan in explanation.scans:
-        shown = ", ".join(scan.partitions[:5]) + (f", ... {len(scan.partitions) - 5} more"
-                                                  if len(scan.partitions) > 5 else "")
-        partitions = (f"{of(len(scan.partitions), scan.table_partitions)}: {shown}" if scan.partitioned
-                      else "unpartitioned")
+        shown = ", ".join(scan.partitions[:5]) + (
+            f", ... {len(scan.partitions) - 5} more" if len(scan.partitions) > 5 else ""
+        )
+        partitions = (
+            f"{of(len(scan.partitions), scan.table_partitions)}: {shown}" if scan.partitioned else "unpartitioned"
+        )
         filters = (scan.filters or "") + (f" | at run time: {scan.runtime_filters}" if scan.runtime_filters else "")
-        table.add_row(f"{scan.statement}, planned", scan.table, scan.role, "1",
-                      of(scan.data_files, scan.table_data_files)
-                      + (f" (+{scan.delete_files} delete)" if scan.delete_files else ""),
-                      partitions, "", filters)
+        table.add_row(
+            f"{scan.statement}, planned",
+            scan.table,
+            scan.role,
+            "1",
+            of(scan.data_files, scan.table_data_files)
+            + (f" (+{scan.delete_files} delete)" if scan.delete_files else ""),
+            partitions,
+            "",
+            filters,
+        )
     out.print(table)
     for statement, detail in explanation.statements:
         if detail:
@@ -158,5 +195,8 @@ def _print_explanation(out, explanation) -> None:
     if explanation.ran_unknown:
         out.print(f"  [yellow]the reads that ran are not known:[/] {explanation.ran_unknown}")
     predicate = explanation.merge_predicate()
-    out.print(f"  the MERGE's pruning predicates: {predicate}" if predicate
-              else "  no MERGE: the run writes nothing to its table")
+    out.print(
+        f"  the MERGE's pruning predicates: {predicate}"
+        if predicate
+        else "  no MERGE: the run writes nothing to its table"
+    )

@@ -13,9 +13,12 @@ from pipeline.cli import command
 def register(group: click.Group) -> None:
     @command(group, "land", short_help="Validate files against the raw contract and append them.")
     @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-    @click.option("--table", metavar="T",
-                  help="Raw table to append every file to, as table or source.table (default: from each file's "
-                       "name); the raw tables are the sources declaring config.meta.backfill_safe.")
+    @click.option(
+        "--table",
+        metavar="T",
+        help="Raw table to append every file to, as table or source.table (default: from each file's "
+        "name); the raw tables are the sources declaring config.meta.backfill_safe.",
+    )
     def land(files: tuple[Path, ...], table: str | None) -> int:
         """Validate FILES (Parquet or CSV files, or day folders holding them) against the raw contract,
         then append each in one Iceberg commit, stamped and logged in control.landed_files. A file
@@ -26,22 +29,29 @@ def register(group: click.Group) -> None:
         from pipeline.land import LandingConflict, LandingError, land as land_files
 
         # a folder stands for its files, hidden ones left out (a landing's staged copies, .DS_Store)
-        paths = [f for p in files for f in (sorted(c for c in p.iterdir() if not c.name.startswith("."))
-                                            if p.is_dir() else [p])]
+        paths = [
+            f
+            for p in files
+            for f in (sorted(c for c in p.iterdir() if not c.name.startswith(".")) if p.is_dir() else [p])
+        ]
         try:
             engine = get_engine()
             Dbt(quiet=True).invoke("parse")
             for landed in land_files(engine, paths, table=table):
                 note = "already landed, skipped" if landed.skipped else f"{landed.rows} rows"
                 if landed.refused:
-                    note += (f" (after {landed.refused} refused commit{'s' if landed.refused > 1 else ''}: another "
-                             "landing committed to the table or the landing log meanwhile)")
+                    note += (
+                        f" (after {landed.refused} refused commit{'s' if landed.refused > 1 else ''}: another "
+                        "landing committed to the table or the landing log meanwhile)"
+                    )
                 print(f"{landed.path} -> {landed.relation} ({landed.table}): {note}")
         except LandingError as error:
             print(f"error: {error}; nothing was appended", file=sys.stderr)
             return 2
         except LandingConflict as error:
-            print(f"error: {error}; the files before it were appended: landing the same files again skips "
-                  "and logs them", file=sys.stderr)
+            print(
+                f"error: {error}; the files before it were appended: landing the same files again skips and logs them",
+                file=sys.stderr,
+            )
             return 3
         return 0

@@ -9,18 +9,43 @@ from pipeline.cli import command, console
 
 
 def register(group: click.Group) -> None:
-    @command(group, "maintain", short_help="Compact small files, expire snapshots, remove orphan files, keep backfills reversible.")
-    @click.option("--tables", metavar="T",
-                  help="schema.table names, space or comma separated. Default: every Iceberg table of the raw "
-                       "and marts schemas, and the change records' tables (control.*__changes).")
+    @command(
+        group,
+        "maintain",
+        short_help="Compact small files, expire snapshots, remove orphan files, keep backfills reversible.",
+    )
+    @click.option(
+        "--tables",
+        metavar="T",
+        help="schema.table names, space or comma separated. Default: every Iceberg table of the raw "
+        "and marts schemas, and the change records' tables (control.*__changes).",
+    )
     @click.option("--no-compact", is_flag=True, help="Only expire snapshots.")
-    @click.option("--expire-days", type=int, default=7, show_default=True, metavar="N",
-                  help="Expire snapshots older than N days; -1 expires nothing.")
-    @click.option("--retain-last", type=int, default=5, show_default=True, metavar="N",
-                  help="Always keep the newest N snapshots of each table.")
-    @click.option("--orphan-days", type=int, default=3, show_default=True, metavar="N",
-                  help="Remove the files under a table's folder that no snapshot references and older than N "
-                       "days (what a failed write left); -1 removes none.")
+    @click.option(
+        "--expire-days",
+        type=int,
+        default=7,
+        show_default=True,
+        metavar="N",
+        help="Expire snapshots older than N days; -1 expires nothing.",
+    )
+    @click.option(
+        "--retain-last",
+        type=int,
+        default=5,
+        show_default=True,
+        metavar="N",
+        help="Always keep the newest N snapshots of each table.",
+    )
+    @click.option(
+        "--orphan-days",
+        type=int,
+        default=3,
+        show_default=True,
+        metavar="N",
+        help="Remove the files under a table's folder that no snapshot references and older than N "
+        "days (what a failed write left); -1 removes none.",
+    )
     def maintain(tables: str | None, no_compact: bool, expire_days: int, retain_last: int, orphan_days: int) -> int:
         """Compact small files (Iceberg rewrite_data_files), expire snapshots older than
         --expire-days (expire_snapshots) and remove orphan files older than --orphan-days
@@ -39,10 +64,15 @@ def register(group: click.Group) -> None:
         names = [t for t in re.split(r"[\s,]+", tables or "") if t]
         bad = [t for t in names if not TABLE_NAME.fullmatch(t)]
         if bad or expire_days < -1 or retain_last < 1 or orphan_days == 0 or orphan_days < -1:
-            problem = (f"--tables {bad[0]!r} is not a schema.table name" if bad else
-                       "--expire-days must be -1 or more" if expire_days < -1 else
-                       "--orphan-days must be -1 or at least 1 (Iceberg removes no orphan file younger than a day)"
-                       if orphan_days == 0 or orphan_days < -1 else "--retain-last must be at least 1")
+            problem = (
+                f"--tables {bad[0]!r} is not a schema.table name"
+                if bad
+                else "--expire-days must be -1 or more"
+                if expire_days < -1
+                else "--orphan-days must be -1 or at least 1 (Iceberg removes no orphan file younger than a day)"
+                if orphan_days == 0 or orphan_days < -1
+                else "--retain-last must be at least 1"
+            )
             out.print(f"[red]refused:[/] {problem}")
             return 2
         from pipeline.engine import get_engine
@@ -59,29 +89,55 @@ def register(group: click.Group) -> None:
 
                 parse_project()
                 expired_records = expire_change_records(engine, keep=timedelta(days=expire_days))
-            results = run_maintenance(engine, names or None, compact=not no_compact,
-                                      expire_older_than=None if expire_days < 0 else timedelta(days=expire_days),
-                                      retain_last=retain_last,
-                                      orphans_older_than=None if orphan_days < 0 else timedelta(days=orphan_days))
+            results = run_maintenance(
+                engine,
+                names or None,
+                compact=not no_compact,
+                expire_older_than=None if expire_days < 0 else timedelta(days=expire_days),
+                retain_last=retain_last,
+                orphans_older_than=None if orphan_days < 0 else timedelta(days=orphan_days),
+            )
         except ValueError as error:
             out.print(f"[red]refused:[/] {error}")
             return 2
         table = Table(title="maintenance")
-        for column in ("table", "data files before", "after", "rewritten", "delete files before", "after",
-                       "snapshots expired", "orphan files removed", "note"):
+        for column in (
+            "table",
+            "data files before",
+            "after",
+            "rewritten",
+            "delete files before",
+            "after",
+            "snapshots expired",
+            "orphan files removed",
+            "note",
+        ):
             table.add_column(column)
         for r in results:
             note = r.skipped or (f"kept snapshots for rollback of {r.kept_for_rollback}" if r.kept_for_rollback else "")
-            table.add_row(r.table, str(r.files_before), str(r.files_after), str(r.rewritten_files),
-                          str(r.delete_files_before), str(r.delete_files_after), str(r.expired_snapshots),
-                          str(r.removed_orphan_files), note)
+            table.add_row(
+                r.table,
+                str(r.files_before),
+                str(r.files_after),
+                str(r.rewritten_files),
+                str(r.delete_files_before),
+                str(r.delete_files_after),
+                str(r.expired_snapshots),
+                str(r.removed_orphan_files),
+                note,
+            )
         out.print(table)
         if expired_records:
             records = Table(title="change records (what models of the kind changed, for their readers)")
             for column in ("table", "read by", "records deleted", "kept from", "note"):
                 records.add_column(column)
             for r in expired_records:
-                records.add_row(r.table, ", ".join(r.readers) or "(no model)", str(r.deleted_records),
-                                str(r.kept_from or ""), r.skipped or "")
+                records.add_row(
+                    r.table,
+                    ", ".join(r.readers) or "(no model)",
+                    str(r.deleted_records),
+                    str(r.kept_from or ""),
+                    r.skipped or "",
+                )
             out.print(records)
         return 0
