@@ -35,7 +35,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pipeline import paths
@@ -203,7 +203,9 @@ def server_conf(cdir: Path) -> dict[str, str]:
     conf.update(
         {
             "spark.sql.warehouse.dir": str(cdir / "warehouse"),
-            "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={cdir / 'metastore_db'};create=true",
+            "spark.hadoop.javax.jdo.option.ConnectionURL": (
+                f"jdbc:derby:;databaseName={cdir / 'metastore_db'};create=true"
+            ),
             "spark.driver.extraJavaOptions": f"-Dderby.system.home={cdir} {TAG}{cdir}",
             "spark.executor.extraJavaOptions": f"{TAG}{cdir}",
             "spark.driver.host": HOST,
@@ -291,7 +293,7 @@ def start(
             thrift_host=HOST,
             thrift_port=thrift_port,
             thrift_ui_port=thrift_ui_port or free_port(),
-            started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         )
         conf["spark.ui.port"] = str(state.thrift_ui_port)
         conf["spark.executor.memory"] = executor_memory

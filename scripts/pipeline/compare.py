@@ -14,10 +14,9 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 
-from pipeline.engine import Sql
-
 from pipeline import iceberg
 from pipeline.dbt import Dbt
+from pipeline.engine import Sql
 from pipeline.manifest import incremental_models
 
 _SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,63}")

@@ -154,7 +154,7 @@ class Contract:
         return sorted({t.schema for t in self.tables.values()})
 
     @classmethod
-    def from_manifest(cls, manifest: dict) -> "Contract":
+    def from_manifest(cls, manifest: dict) -> Contract:
         tables = {}
         for node in manifest.get("sources", {}).values():
             config = node.get("config") or {}

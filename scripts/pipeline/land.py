@@ -25,16 +25,18 @@ import os
 import re
 import shutil
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from glob import escape as glob_escape
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
+
 from pipeline import contract as contracts
 from pipeline.contract import SOURCE_FILE_METRICS, Contract, ContractError, RawTable
 from pipeline.engine import Sql, ThriftSql, literal

@@ -37,9 +37,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from pipeline.engine import Sql
-
 from pipeline import iceberg, warehouse
+from pipeline.engine import Sql
 
 DEFAULT_SCHEMAS = ("raw", "marts")
 _CONTROL = "control"

@@ -10,9 +10,10 @@ what each model's last daily run read of every table (control.run_scans); backfi
 their windows; and the alerts: failed runs, sources past their freshness thresholds, volume
 tests that do not pass, rows late beyond their restatement window, daily runs that read more
 of their own table than their declared max_scan_share, and watermarks ahead of their loadable
-data (pipeline.drift: the model, both times and the quarantined versions responsible). An incremental model that declares
-nothing is named on the page as having no daily reconciliation, never left out in silence; a
-source with nothing landed yet is said so, not alerted on as stale; a volume_within_band test
+data (pipeline.drift: the model, both times and the quarantined versions responsible). An
+incremental model that declares nothing is named on the page as having no daily reconciliation,
+never left out in silence; a source with nothing landed yet is said so, not alerted on as
+stale; a volume_within_band test
 that cannot fire at its table's current volume is named in a section of its own after the
 alerts (pipeline.volume): a standing limit of a small table, not a finding of the day, so it
 does not fill the alerts every day.
@@ -33,7 +34,8 @@ from pipeline.dbt import NOTHING_LANDED, Dbt, Freshness
 from pipeline.drift import Drift, watermark_drift
 from pipeline.engine import Sql
 from pipeline.manifest import IncrementalModel, incremental_models, unreflected_changes_relation
-from pipeline.metrics import COLUMNS as metric_columns, ModelMetrics, lag_text, model_metrics
+from pipeline.metrics import COLUMNS as metric_columns
+from pipeline.metrics import ModelMetrics, lag_text, model_metrics
 from pipeline.metrics import cells as metric_cells
 from pipeline.volume import silent_tests
 

@@ -86,7 +86,8 @@ def committed_on(spark: Sql, tables: list[str], branch: str, started: datetime, 
     for table in tables:
         iceberg.refreshed(spark, table)
     union = " union all ".join(
-        f"select '{t}' as table_name, s.snapshot_id, s.parent_id, unix_micros(s.committed_at) as committed_us, s.summary,"
+        f"select '{t}' as table_name, s.snapshot_id, s.parent_id,"
+        f" unix_micros(s.committed_at) as committed_us, s.summary,"
         f" r.snapshot_id as head from {t}.snapshots as s left join {t}.refs as r on r.name = :branch"
         for t in tables
     )

@@ -236,7 +236,8 @@ class Control:
             selects.append(
                 f"select :inv as invocation_id, :m{n} as model_name, :t{n} as relation_name, :started as started_at,"
                 f" :finished as finished_at, :ws as window_start, :we as window_end, cast(:s{n} as int) as snapshots,"
-                f" cast(:a{n} as bigint) as added, cast(:d{n} as bigint) as deleted, cast(:af{n} as bigint) as added_files,"
+                f" cast(:a{n} as bigint) as added, cast(:d{n} as bigint) as deleted,"
+                f" cast(:af{n} as bigint) as added_files,"
                 f" cast(:rf{n} as bigint) as removed_files, cast(:p{n} as bigint) as partitions"
             )
             args.update(

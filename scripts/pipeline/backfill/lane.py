@@ -5,9 +5,9 @@ var backfill_not_during)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Callable
 
 from pipeline import paths
 from pipeline.backfill.plan import DailySpan

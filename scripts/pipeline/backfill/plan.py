@@ -125,7 +125,8 @@ def windows(start: date, end: date, batch_days: int, max_batch_days: int) -> lis
         raise PlanError(f"--start {start} must be before --end {end} (end is exclusive)")
     if not 1 <= batch_days <= max_batch_days:
         raise PlanError(
-            f"--batch-days must be between 1 and {max_batch_days} (project var backfill_max_batch_days), got {batch_days}"
+            f"--batch-days must be between 1 and {max_batch_days} (project var backfill_max_batch_days), "
+            f"got {batch_days}"
         )
     result = []
     cursor = start
@@ -143,7 +144,8 @@ def windows_for_dates(dates: list[date], batch_days: int, max_batch_days: int) -
         raise PlanError("no dates to restate")
     if not 1 <= batch_days <= max_batch_days:
         raise PlanError(
-            f"--batch-days must be between 1 and {max_batch_days} (project var backfill_max_batch_days), got {batch_days}"
+            f"--batch-days must be between 1 and {max_batch_days} (project var backfill_max_batch_days), "
+            f"got {batch_days}"
         )
     days = sorted(set(dates))
     result: list[Window] = []

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from datetime import UTC, date, datetime, timedelta
-from typing import Callable
 
 from rich.console import Console
 from rich.table import Table

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 import click
 
@@ -47,7 +47,8 @@ EXIT_CODES = {
     "signoff": "0 reviewed, signed off, or nothing held; 1 dbt failed; 2 refused (a bad argument, an "
     "approval without a name and a reason, a hash that is not the rows held now, or the audit view missing or "
     "not covering a model)",
-    "apply": "0 published, re-planned (--replan) or checked (--check); 1 the backfill did not publish, or dbt failed; 2 refused "
+    "apply": "0 published, re-planned (--replan) or checked (--check); 1 the backfill did not publish, "
+    "or dbt failed; 2 refused "
     "(the plan file unreadable, edited after planning or stale: its scope or code differs from a plan "
     "made now; or a backfill refusal); 4 published, and downstream a data test, a rebuild or the "
     "check failed (pipeline status RUN_ID); 5 paused for the fresh data, as backfill",
@@ -132,9 +133,8 @@ _register()
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line `argv` (default: the process's) and return its exit code."""
-    from pipeline.spark import WarehouseBusy
-
     from pipeline import paths
+    from pipeline.spark import WarehouseBusy
 
     args = sys.argv[1:] if argv is None else argv
     # every command but package-dir works on a dbt project: found, or refused before anything runs

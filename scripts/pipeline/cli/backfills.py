@@ -33,8 +33,7 @@ _rebuild = click.option(
 
 
 def _refusals():
-    from pipeline.backfill.plan import PlanError
-    from pipeline.backfill.plan import BackfillRefused
+    from pipeline.backfill.plan import BackfillRefused, PlanError
 
     return PlanError, BackfillRefused
 

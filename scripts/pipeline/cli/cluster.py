@@ -7,7 +7,7 @@ import time
 
 import click
 
-from pipeline.cli import EXIT_CODES, command
+from pipeline.cli import EXIT_CODES
 
 
 def register(group: click.Group) -> None:

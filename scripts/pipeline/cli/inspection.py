@@ -72,7 +72,8 @@ def explain(models: tuple[str, ...], json_file: Path | None, out) -> int:
     scope and stage its select (shown as `ran`), then plans its select and its MERGE (data
     files, delete files and partitions Iceberg plans per table under the pushed filters, and
     those filters). Writes nothing to the models' tables, moves no watermark, records no run."""
-    from pipeline.explain import explain as plan_next_run, resolve
+    from pipeline.explain import explain as plan_next_run
+    from pipeline.explain import resolve
 
     resolve(list(models))  # names checked before Spark starts
     from pipeline.dbt import Dbt
@@ -106,7 +107,8 @@ def report(out_file: Path | None, days: int, runs: int) -> int:
     if not 1 <= days <= 366 or not 1 <= runs <= 1000:
         console().print(f"[red]refused:[/] --days must be 1..366 and --runs 1..1000 (got {days} and {runs})")
         return 2
-    from pipeline import paths, report as status_page
+    from pipeline import paths
+    from pipeline import report as status_page
     from pipeline.dbt import Dbt
     from pipeline.engine import get_engine
 

@@ -26,7 +26,8 @@ def register(group: click.Group) -> None:
         yml as it is now."""
         from pipeline.dbt import Dbt
         from pipeline.engine import get_engine
-        from pipeline.land import LandingConflict, LandingError, land as land_files
+        from pipeline.land import LandingConflict, LandingError
+        from pipeline.land import land as land_files
 
         # a folder stands for its files, hidden ones left out (a landing's staged copies, .DS_Store)
         paths = [
