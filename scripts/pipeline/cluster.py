@@ -6,7 +6,7 @@ profiles/profiles.yml talks to.
     pipeline cluster stop
 
 (the command line is pipeline/cli/cluster.py; this module is its Python API: start, stop, info,
-load_state, process_states, alive_worker_ids).
+load_state, process_states; where the executors run: pipeline.cluster_topology).
 
 Four JVMs from the pyspark installation, all bound to 127.0.0.1: a master, two workers (one
 core each) and a Thrift Server submitted to the master (its driver runs in this machine's
@@ -30,8 +30,6 @@ import signal
 import socket
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
@@ -100,41 +98,6 @@ class ClusterInfo:
         return cls(**data)
 
 
-@dataclass(frozen=True)
-class Worker:
-    id: str
-    host: str
-    state: str  # ALIVE, DEAD, ...
-    ui_url: str
-    executors: tuple[tuple[str, str], ...]  # (application id, executor id) running on this worker
-
-
-@dataclass(frozen=True)
-class Executor:
-    id: str
-    host_port: str
-    worker_id: str | None  # None when no worker reports it (not launched yet, or already gone)
-    total_tasks: int
-    completed_tasks: int
-
-
-@dataclass(frozen=True)
-class Topology:
-    """The workers the master knows and the executors of the Thrift Server's application."""
-
-    workers: tuple[Worker, ...]
-    app_id: str
-    executors: tuple[Executor, ...]
-
-    @property
-    def alive_workers(self) -> tuple[Worker, ...]:
-        return tuple(w for w in self.workers if w.state == "ALIVE")
-
-    def workers_with_tasks(self) -> set[str]:
-        """Ids of the workers whose executors of the Thrift Server completed at least one task."""
-        return {e.worker_id for e in self.executors if e.worker_id and e.completed_tasks > 0}
-
-
 def cluster_dir(state_dir: Path | None = None) -> Path:
     return (state_dir or paths.state_dir()).resolve() / "cluster"
 
@@ -173,11 +136,6 @@ def _answers(port: int) -> bool:
             return True
     except OSError:
         return False
-
-
-def _get_json(url: str) -> object:
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return json.load(response)
 
 
 def server_conf(cdir: Path) -> dict[str, str]:
@@ -351,6 +309,8 @@ def _launch(
     driver_memory: str,
 ) -> None:
     """Master, workers and Thrift Server started, each waited for (its UI or port answers)."""
+    from pipeline import cluster_topology
+
     master_port, thrift_port = state.master_port, state.thrift_port
     launcher.run(
         "master",
@@ -383,8 +343,24 @@ def _launch(
             str(cdir / "work" / f"worker-{number}"),
             state.master_url,
         )
-    launcher.run(
-        "thriftserver",
+    launcher.run("thriftserver", *_thrift_server_args(state, cdir, conf, jar, classes, driver_memory))
+    launcher.wait_for(
+        "worker-1",
+        lambda: len(cluster_topology.alive_worker_ids(state)) >= workers,
+        f"the {workers} workers did not all register with the master",
+    )
+    launcher.wait_for(
+        "thriftserver", lambda: _answers(thrift_port), f"the Thrift Server did not answer on {HOST}:{thrift_port}"
+    )
+
+
+def _thrift_server_args(
+    state: ClusterInfo, cdir: Path, conf: dict[str, str], jar: Path, classes: list[Path], driver_memory: str
+) -> list[str]:
+    """spark-submit's command line of the Thrift Server: on the master, with the jars, the
+    Spark settings (`conf`) and Hive's folders under the cluster's own."""
+    thrift_port = state.thrift_port
+    return [
         "bin/spark-submit",
         "--master",
         state.master_url,
@@ -412,15 +388,7 @@ def _launch(
         f"hive.downloaded.resources.dir={cdir / 'scratch' / 'resources'}",
         "--hiveconf",
         f"hive.server2.logging.operation.log.location={cdir / 'scratch' / 'operation_logs'}",
-    )
-    launcher.wait_for(
-        "worker-1",
-        lambda: len(alive_worker_ids(state)) >= workers,
-        f"the {workers} workers did not all register with the master",
-    )
-    launcher.wait_for(
-        "thriftserver", lambda: _answers(thrift_port), f"the Thrift Server did not answer on {HOST}:{thrift_port}"
-    )
+    ]
 
 
 def stop(state_dir: Path | None = None, *, grace: float = 20.0) -> list[int]:
@@ -454,36 +422,6 @@ def stop(state_dir: Path | None = None, *, grace: float = 20.0) -> list[int]:
         raise ClusterError(f"processes of {cdir} survived SIGKILL: {sorted(left)}")
     (cdir / STATE_FILE).unlink(missing_ok=True)
     return signalled
-
-
-def topology(state_dir: Path | None = None) -> Topology:
-    """Ask the master (web UI /json/), each worker (/json/) and the Thrift Server's REST API
-    (/api/v1/applications/<id>/executors) where the executors run and how many tasks they did."""
-    state = info(state_dir)
-    if state is None:
-        raise ClusterError(f"no cluster runs from {cluster_dir(state_dir)}")
-    master = _get_json(f"{state.master_ui_url}/json/")
-    assert isinstance(master, dict)
-    workers = []
-    for worker in master["workers"]:
-        executors: tuple[tuple[str, str], ...] = ()
-        if worker["state"] == "ALIVE":
-            detail = _get_json(f"{worker['webuiaddress']}/json/")
-            assert isinstance(detail, dict)
-            executors = tuple((e["appid"], str(e["id"])) for e in detail["executors"])
-        workers.append(Worker(worker["id"], worker["host"], worker["state"], worker["webuiaddress"], executors))
-    apps = _get_json(f"{state.thrift_ui_url}/api/v1/applications")
-    assert isinstance(apps, list) and apps, apps
-    app_id = apps[0]["id"]
-    where = {(app, executor): w.id for w in workers for app, executor in w.executors}
-    listed = _get_json(f"{state.thrift_ui_url}/api/v1/applications/{app_id}/executors")
-    assert isinstance(listed, list)
-    executors = tuple(
-        Executor(e["id"], e["hostPort"], where.get((app_id, e["id"])), e["totalTasks"], e["completedTasks"])
-        for e in listed
-        if e["id"] != "driver"
-    )
-    return Topology(tuple(workers), app_id, executors)
 
 
 # --- processes -------------------------------------------------------------------------------
@@ -571,15 +509,6 @@ def _tagged_pids(cdir: Path) -> set[int]:
         if any(word == tag for word in args.split()):
             found.add(int(pid))
     return found
-
-
-def alive_worker_ids(state: ClusterInfo) -> list[str]:
-    try:
-        master = _get_json(f"{state.master_ui_url}/json/")
-    except (OSError, urllib.error.URLError, ValueError):
-        return []
-    assert isinstance(master, dict)
-    return [w["id"] for w in master.get("workers", []) if w.get("state") == "ALIVE"]
 
 
 def _signal(pid: int, signum: signal.Signals, group: bool) -> None:

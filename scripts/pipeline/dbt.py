@@ -15,8 +15,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any, cast
 
 from dbt.cli.main import dbtRunner, dbtRunnerResult
+from dbt.contracts.graph.manifest import Manifest
 
 from pipeline import paths
 from pipeline.engine import get_engine
@@ -134,7 +136,7 @@ class Dbt:
         if result.exception is not None or not result.success:
             raise DbtError(["parse"], [], result.exception)
         unpinned = self._runner
-        self._runner = dbtRunner(manifest=result.result)
+        self._runner = dbtRunner(manifest=cast(Manifest, result.result))  # what `parse` returns
         try:
             yield
         finally:
@@ -207,7 +209,8 @@ class Dbt:
         """`dbt show --inline SQL`, every row (no limit), as dicts: the rows of a select that a
         macro renders (Jinja, the graph, run_query), read from Python without a copy of its SQL."""
         result = self._invoke_silent(["show", "--inline", inline, "--limit", "-1"])
-        [shown] = [r for r in result.result.results if r.node.name == "inline_query"]
+        ran: Any = result.result  # a RunExecutionResult: dbt types the result of every command as one union
+        [shown] = [r for r in ran.results if r.node.name == "inline_query"]
         table = shown.agate_table
         return [dict(zip(table.column_names, row)) for row in table.rows]
 
@@ -215,7 +218,8 @@ class Dbt:
         """`dbt compile --inline SQL`: the SQL a macro renders (Jinja, the graph, run_query), to
         run from Python apart, in pieces of the caller's choosing."""
         result = self._invoke_silent(["compile", "--inline", inline])
-        [compiled] = [r for r in result.result.results if r.node.name == "inline_query"]
+        ran: Any = result.result  # a RunExecutionResult (as in show)
+        [compiled] = [r for r in ran.results if r.node.name == "inline_query"]
         return compiled.node.compiled_code
 
     @staticmethod
@@ -228,7 +232,8 @@ class Dbt:
     def ls(self, *args: str) -> list[str]:
         """`dbt ls ... --output name`: the selected nodes' names."""
         result = self._invoke_silent(["ls", *args, "--output", "name"])
-        return [str(name) for name in result.result or []]
+        names: Any = result.result or []  # the names listed (as in show)
+        return [str(name) for name in names]
 
     def _invoke_silent(self, command: list[str]) -> dbtRunnerResult:
         """An invocation whose results are returned, not printed: `ls` and `show` print them even

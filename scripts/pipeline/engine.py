@@ -34,9 +34,18 @@ _PARAMETER = re.compile(r"'(?:[^'\\]|\\.)*'|`[^`]*`|:([A-Za-z_][A-Za-z0-9_]*)")
 
 
 class Sql(Protocol):
-    """What the tooling needs of an engine: a SparkSession, or a ThriftSql."""
+    """What the tooling needs of an engine: a SparkSession, or a ThriftSql (its statements, its
+    session settings, whether a table exists, a table's columns)."""
 
-    def sql(self, text: str, args: dict[str, Any] | None = None) -> Any: ...
+    @property
+    def conf(self) -> Any: ...
+
+    @property
+    def catalog(self) -> Any: ...
+
+    def sql(self, text: str, /, args: dict[str, Any] | None = None) -> Any: ...
+
+    def table(self, name: str, /) -> Any: ...
 
 
 def united(selects: list[str], size: int) -> list[str]:
@@ -176,11 +185,11 @@ class ThriftSql:
         fields = {k: (None if v in ("None", "") else v) for k, v in output.items() if k not in ("type", "threads")}
         # and its numbers and booleans read as text: typed here as dbt's native rendering types them
         for name in ("port", "connect_retries", "connect_timeout", "poll_interval", "query_retries"):
-            if isinstance(fields.get(name), str):
-                fields[name] = int(fields[name])
+            if isinstance(value := fields.get(name), str):
+                fields[name] = int(value)
         for name in ("use_ssl", "retry_all"):
-            if isinstance(fields.get(name), str):
-                fields[name] = fields[name].strip().lower() in ("true", "1", "yes")
+            if isinstance(value := fields.get(name), str):
+                fields[name] = value.strip().lower() in ("true", "1", "yes")
         self.credentials = SparkCredentials.from_dict(fields)
         self._local = threading.local()
         self._opened: list[Any] = []
@@ -191,10 +200,10 @@ class ThriftSql:
     def _handle(self) -> Any:
         handle = getattr(self._local, "handle", None)
         if handle is None:
-            from dbt.adapters.contracts.connection import Connection
+            from dbt.adapters.contracts.connection import Connection, Identifier
             from dbt.adapters.spark.connections import SparkConnectionManager
 
-            connection = Connection(type="spark", name="pipeline", credentials=self.credentials)
+            connection = Connection(type=Identifier("spark"), name="pipeline", credentials=self.credentials)
             handle = SparkConnectionManager.open(connection).handle
             self._local.handle = handle
             with self._lock:

@@ -122,7 +122,7 @@ def operations_since(spark: Sql, table: str, snapshot_id: int | None) -> list[st
         row.snapshot_id: row
         for row in spark.sql(f"select snapshot_id, parent_id, operation from {table}.snapshots").collect()
     }
-    cursor, operations = current_snapshot_id(spark, table), []
+    cursor, operations = current_snapshot_id(spark, table), list[str]()
     while cursor is not None and cursor in by_id:
         if cursor == snapshot_id:
             return operations

@@ -21,6 +21,7 @@ that commits second is refused and tries again, and finds the file landed.
 from __future__ import annotations
 
 import csv
+import functools
 import os
 import re
 import shutil
@@ -387,6 +388,7 @@ def _retried(commit: Callable[[], T], what: str) -> tuple[T, int]:
                 raise LandingConflict(
                     f"{what}: refused {attempt} times by concurrent commits, the last: {str(error)[:500]}"
                 ) from error
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def _append(spark: Sql, checked: CheckedFile, exclusive: bool = True) -> None:
@@ -457,12 +459,13 @@ def _append_all(spark: Sql, contract: Contract, planned: list[CheckedFile]) -> l
         _keep_metrics_whole(spark, relation, SOURCE_FILE_METRICS)
     _keep_metrics_whole(spark, LANDED_FILES, LANDED_FILES_METRICS)
     exclusive = not isinstance(spark, ThriftSql)  # the embedded warehouse: one process at a time
-    landed, unlogged = [], []
+    landed: list[LandedFile] = []
+    unlogged: list[tuple[str, Path, int]] = []
     for checked in planned:
         # refused because another landing committed to the table meanwhile: look again (the
         # file is landed now if it was the other's too)
         once, refused = _retried(
-            lambda checked=checked: _append_once(spark, checked, unlogged, exclusive),
+            functools.partial(_append_once, spark, checked, unlogged, exclusive),
             f"{checked.path}: its append to {checked.table.relation}",
         )
         landed.append(replace(once, refused=refused))

@@ -206,53 +206,15 @@ def maintain(
             results.append(TableMaintenance(table, skipped=f"held by running backfill {held[table]}"))
             continue
         before, deletes_before = _file_counts(spark, table)
-        rewritten = 0
-        if compact:
-            # small files in groups of two or more, and every data file with a delete file
-            row = spark.sql(
-                f"call spark_catalog.system.rewrite_data_files(table => '{table}', "
-                "options => map('min-input-files', '2', 'delete-file-threshold', '1'))"
-            ).collect()[0]
-            rewritten = int(row.rewritten_data_files_count)
-            if _file_counts(spark, table)[1]:
-                # the rewritten files keep the sequence number the rewrite started at, so the
-                # delete files stay live though their data files are gone ("dangling deletes":
-                # option remove-dangling-deletes removed none here); rewriting the delete files
-                # drops every position that points at no live data file
-                spark.sql(
-                    f"call spark_catalog.system.rewrite_position_delete_files(table => '{table}', "
-                    "options => map('rewrite-all', 'true'))"
-                ).collect()
+        rewritten = _compact(spark, table) if compact else 0
         expired, kept_for = 0, None
         if expire_older_than is not None:
-            cutoff = ((now or datetime.now(UTC)) - expire_older_than).strftime("%Y-%m-%d %H:%M:%S.%f")
-            if table in reversible:
-                run_id, snapshot = reversible[table]
-                # the session time zone is UTC (profile): compare and format on the engine
-                rows = spark.sql(
-                    f"select date_format(committed_at, 'yyyy-MM-dd HH:mm:ss.SSSSSS') as at,"
-                    f" committed_at < timestamp '{cutoff}' as older from {table}.snapshots"
-                    " where snapshot_id = :s",
-                    args={"s": snapshot},
-                ).collect()
-                if rows and rows[0].older:
-                    cutoff, kept_for = rows[0].at, run_id
-            row = spark.sql(
-                f"call spark_catalog.system.expire_snapshots(table => '{table}', "
-                f"older_than => timestamp '{cutoff}', retain_last => {int(retain_last)})"
-            ).collect()[0]
-            # the procedure reports files; each expired snapshot had exactly one manifest list
-            expired = int(row.asDict().get("deleted_manifest_lists_count", 0) or 0)
+            expired, kept_for = _expire(
+                spark, table, (now or datetime.now(UTC)) - expire_older_than, retain_last, reversible.get(table)
+            )
         orphans = 0
         if orphans_older_than is not None:
-            cutoff = ((now or datetime.now(UTC)) - orphans_older_than).strftime("%Y-%m-%d %H:%M:%S.%f")
-            # one row per file removed
-            orphans = len(
-                spark.sql(
-                    f"call spark_catalog.system.remove_orphan_files(table => '{table}', "
-                    f"older_than => timestamp '{cutoff}')"
-                ).collect()
-            )
+            orphans = _remove_orphans(spark, table, (now or datetime.now(UTC)) - orphans_older_than)
         after, deletes_after = _file_counts(spark, table)
         results.append(
             TableMaintenance(
@@ -268,3 +230,60 @@ def maintain(
             )
         )
     return results
+
+
+def _compact(spark: Sql, table: str) -> int:
+    """Rewrite a table's small files (in groups of two or more) and every data file with a delete
+    file, then its delete files if any stay live; the data files rewritten."""
+    row = spark.sql(
+        f"call spark_catalog.system.rewrite_data_files(table => '{table}', "
+        "options => map('min-input-files', '2', 'delete-file-threshold', '1'))"
+    ).collect()[0]
+    rewritten = int(row.rewritten_data_files_count)
+    if _file_counts(spark, table)[1]:
+        # the rewritten files keep the sequence number the rewrite started at, so the
+        # delete files stay live though their data files are gone ("dangling deletes":
+        # option remove-dangling-deletes removed none here); rewriting the delete files
+        # drops every position that points at no live data file
+        spark.sql(
+            f"call spark_catalog.system.rewrite_position_delete_files(table => '{table}', "
+            "options => map('rewrite-all', 'true'))"
+        ).collect()
+    return rewritten
+
+
+def _expire(
+    spark: Sql, table: str, older_than: datetime, retain_last: int, reversible: tuple[str, int] | None
+) -> tuple[int, str | None]:
+    """Expire a table's snapshots older than `older_than` but its last `retain_last`, and none
+    from the snapshot a published backfill would roll back to (`reversible`: its run and
+    snapshot) on: the snapshots expired, and the run kept reversible if the cutoff moved for it."""
+    cutoff, kept_for = older_than.strftime("%Y-%m-%d %H:%M:%S.%f"), None
+    if reversible is not None:
+        run_id, snapshot = reversible
+        # the session time zone is UTC (profile): compare and format on the engine
+        rows = spark.sql(
+            f"select date_format(committed_at, 'yyyy-MM-dd HH:mm:ss.SSSSSS') as at,"
+            f" committed_at < timestamp '{cutoff}' as older from {table}.snapshots"
+            " where snapshot_id = :s",
+            args={"s": snapshot},
+        ).collect()
+        if rows and rows[0].older:
+            cutoff, kept_for = rows[0].at, run_id
+    row = spark.sql(
+        f"call spark_catalog.system.expire_snapshots(table => '{table}', "
+        f"older_than => timestamp '{cutoff}', retain_last => {int(retain_last)})"
+    ).collect()[0]
+    # the procedure reports files; each expired snapshot had exactly one manifest list
+    return int(row.asDict().get("deleted_manifest_lists_count", 0) or 0), kept_for
+
+
+def _remove_orphans(spark: Sql, table: str, older_than: datetime) -> int:
+    """Remove a table's files no snapshot references, older than `older_than`; how many."""
+    cutoff = older_than.strftime("%Y-%m-%d %H:%M:%S.%f")
+    # one row per file removed
+    return len(
+        spark.sql(
+            f"call spark_catalog.system.remove_orphan_files(table => '{table}', older_than => timestamp '{cutoff}')"
+        ).collect()
+    )

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Decimal
 
 from pipeline import iceberg
 from pipeline.engine import Sql, united
@@ -64,6 +65,63 @@ class Consumption:
     read_from: str
 
 
+def _watermark_lags(spark: Sql) -> dict:
+    """Per pipeline (a model of the kind), the seconds its watermark is behind now."""
+    return {
+        r[0]: r[1]
+        for r in spark.sql(
+            "select pipeline_name, unix_timestamp(current_timestamp()) - unix_timestamp(watermark_ts)"
+            " from control.etl_watermark"
+        ).collect()
+    }
+
+
+def _backfill_figures(spark: Sql, control: dict[str, bool]) -> tuple[dict, dict]:
+    """Per model, its backfill windows done (how many, their median and 95th percentile seconds),
+    and its latest backfill run whose gate ran (with its reconciliation's failing rows), else its
+    latest run; empty without the backfill control tables (`control`: which exist)."""
+    windows: dict = {}
+    latest: dict = {}
+    if not (control["backfill_runs"] and control["backfill_window_events"]):
+        return windows, latest
+    windows = {
+        r[0]: r
+        for r in spark.sql("""
+        select model_name, count(*), percentile(seconds, 0.5), percentile(seconds, 0.95)
+        from (select explode(from_json(r.models, 'array<string>')) as model_name,
+                     unix_millis(w.finished_at) / 1000.0 - unix_millis(w.started_at) / 1000.0 as seconds
+              from control.backfill_window_events as w
+              join control.backfill_runs as r on r.run_id = w.run_id
+              where w.status = 'done')
+        group by model_name""").collect()
+    }
+    # per model, the latest run of it whose gate ran (its reconciliation's failing rows),
+    # else its latest run (one still running, refused, failed before its gate)
+    gates = (
+        "(select run_id, model_name, sum(coalesce(failures, 0)) as failures"
+        " from control.backfill_gate_results where generic_test = :t group by run_id, model_name)"
+        if control["backfill_gate_results"]
+        else "(select cast(null as string) as run_id, cast(null as string) as model_name,"
+        " cast(null as bigint) as failures where false)"
+    )
+    latest = {
+        r.model_name: r
+        for r in spark.sql(
+            f"""
+        select model_name, run_id, failures from (
+            select runs.model_name, runs.run_id, g.failures,
+                   row_number() over (partition by runs.model_name
+                                      order by g.run_id is not null desc, runs.created_at desc) as newest
+            from (select explode(from_json(models, 'array<string>')) as model_name, run_id, created_at
+                  from control.backfill_runs) as runs
+            left join {gates} as g on g.run_id = runs.run_id and g.model_name = runs.model_name)
+        where newest = 1""",
+            args={"t": RECONCILIATION_TEST},
+        ).collect()
+    }
+    return windows, latest
+
+
 def model_metrics(spark: Sql) -> list[ModelMetrics]:
     """Every model of the kind's metrics, in a number of queries that does not grow with the
     project but for its tables' reads (COUNTED_TOGETHER tables a query): at 200 models one query
@@ -76,52 +134,8 @@ def model_metrics(spark: Sql) -> list[ModelMetrics]:
     present = _present_tables(spark, models)
     counts = _counts(spark, models, present)
     consumed = consumption(spark, models, present)
-    lags = {}
-    if control["etl_watermark"]:
-        lags = {
-            r[0]: r[1]
-            for r in spark.sql(
-                "select pipeline_name, unix_timestamp(current_timestamp()) - unix_timestamp(watermark_ts)"
-                " from control.etl_watermark"
-            ).collect()
-        }
-    windows, latest = {}, {}
-    if control["backfill_runs"] and control["backfill_window_events"]:
-        windows = {
-            r[0]: r
-            for r in spark.sql("""
-            select model_name, count(*), percentile(seconds, 0.5), percentile(seconds, 0.95)
-            from (select explode(from_json(r.models, 'array<string>')) as model_name,
-                         unix_millis(w.finished_at) / 1000.0 - unix_millis(w.started_at) / 1000.0 as seconds
-                  from control.backfill_window_events as w
-                  join control.backfill_runs as r on r.run_id = w.run_id
-                  where w.status = 'done')
-            group by model_name""").collect()
-        }
-        # per model, the latest run of it whose gate ran (its reconciliation's failing rows),
-        # else its latest run (one still running, refused, failed before its gate)
-        gates = (
-            "(select run_id, model_name, sum(coalesce(failures, 0)) as failures"
-            " from control.backfill_gate_results where generic_test = :t group by run_id, model_name)"
-            if control["backfill_gate_results"]
-            else "(select cast(null as string) as run_id, cast(null as string) as model_name,"
-            " cast(null as bigint) as failures where false)"
-        )
-        latest = {
-            r.model_name: r
-            for r in spark.sql(
-                f"""
-            select model_name, run_id, failures from (
-                select runs.model_name, runs.run_id, g.failures,
-                       row_number() over (partition by runs.model_name
-                                          order by g.run_id is not null desc, runs.created_at desc) as newest
-                from (select explode(from_json(models, 'array<string>')) as model_name, run_id, created_at
-                      from control.backfill_runs) as runs
-                left join {gates} as g on g.run_id = runs.run_id and g.model_name = runs.model_name)
-            where newest = 1""",
-                args={"t": RECONCILIATION_TEST},
-            ).collect()
-        }
+    lags = _watermark_lags(spark) if control["etl_watermark"] else {}
+    windows, latest = _backfill_figures(spark, control)
     found = []
     for model in models:
         rows = duplicates = None
@@ -345,7 +359,7 @@ def metrics_table(metrics: list[ModelMetrics]):
     return table
 
 
-def lag_text(seconds: object) -> str:
+def lag_text(seconds: float | int | Decimal | None) -> str:
     """A lag in seconds, in days or hours (`-` when unknown): the status page's and status's."""
     if seconds is None:
         return "-"

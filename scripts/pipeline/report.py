@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 
 import jinja2
@@ -328,7 +329,34 @@ def render(report: Report) -> str:
         ],
         "freshness",
     )
-    runs_charts = [
+    runs_charts = _runs_charts(report)
+    runs = _runs_table(report)
+    backfills = _backfills_table(report)
+    reads = _reads_table(report)
+    metrics = _table(list(metric_columns), [metric_cells(m) for m in report.metrics], "metrics")
+    return (
+        _template().render(
+            generated_at=f"{report.generated_at:%Y-%m-%d %H:%M:%S}",
+            alerts=report.alerts,
+            volume_silent=report.volume_silent,
+            pipelines=pipelines,
+            metrics=metrics,
+            freshness=freshness,
+            days=report.days,
+            daily=[_model_daily(name, model, report.days) for name, model in report.daily.items()],
+            undeclared=report.undeclared,
+            runs_charts=runs_charts,
+            runs=runs,
+            reads=reads,
+            backfills=backfills,
+        )
+        + "\n"
+    )
+
+
+def _runs_charts(report: Report) -> list:
+    """Per daily model, the records each of its daily runs added, oldest first."""
+    return [
         # a model skipped in its invocation (a failed parent) has a record without a start
         _bar_chart(
             ["not started" if r["started_at"] is None else f"{r['started_at']:%Y-%m-%d %H:%M}" for r in runs],
@@ -338,7 +366,11 @@ def render(report: Report) -> str:
         for name in report.daily
         for runs in [[r for r in reversed(report.runs) if r["window_start"] is None and r["model_name"] == name]]
     ]
-    runs = _table(
+
+
+def _runs_table(report: Report) -> dict:
+    """The run records, newest first: daily runs and backfill windows."""
+    return _table(
         [
             "started",
             "model",
@@ -370,7 +402,11 @@ def render(report: Report) -> str:
         ],
         "runs",
     )
-    backfills = _table(
+
+
+def _backfills_table(report: Report) -> dict:
+    """The backfill runs and how many of their windows are done."""
+    return _table(
         ["run", "status", "range", "windows done", "models", "reason", "created", "finished"],
         [
             [
@@ -387,7 +423,11 @@ def render(report: Report) -> str:
         ],
         "backfills",
     )
-    reads = (
+
+
+def _reads_table(report: Report) -> dict | None:
+    """What each run read of each table (None: the scan records are not kept)."""
+    return (
         _table(
             [
                 "model",
@@ -427,25 +467,6 @@ def render(report: Report) -> str:
         if report.reads is not None
         else None
     )
-    metrics = _table(list(metric_columns), [metric_cells(m) for m in report.metrics], "metrics")
-    return (
-        _template().render(
-            generated_at=f"{report.generated_at:%Y-%m-%d %H:%M:%S}",
-            alerts=report.alerts,
-            volume_silent=report.volume_silent,
-            pipelines=pipelines,
-            metrics=metrics,
-            freshness=freshness,
-            days=report.days,
-            daily=[_model_daily(name, model, report.days) for name, model in report.daily.items()],
-            undeclared=report.undeclared,
-            runs_charts=runs_charts,
-            runs=runs,
-            reads=reads,
-            backfills=backfills,
-        )
-        + "\n"
-    )
 
 
 def _template() -> jinja2.Template:
@@ -484,7 +505,7 @@ def _model_daily(name: str, model: ModelDaily, days: int) -> dict:
     return {"name": name, "chart": chart, "table": _table(columns, rows, "daily")}
 
 
-def _num(value: object) -> float | None:
+def _num(value: float | int | Decimal | None) -> float | None:
     return None if value is None else float(value)
 
 

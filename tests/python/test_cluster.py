@@ -22,7 +22,7 @@ import pytest
 
 from cluster_harness import DBT, Running, running_cluster
 from helpers import MAIN_JOB_SAMPLE, SHOP_MARTS, MainJobRun, mart_checksums
-from pipeline import cluster
+from pipeline import cluster, cluster_topology
 from pipeline.paths import PROJECT_DIR
 
 pytestmark = [pytest.mark.cluster, pytest.mark.extended]  # four JVMs of its own: the extended tier
@@ -182,10 +182,10 @@ def test_a_build_and_a_backfill_through_the_thrift_server_equal_the_embedded_mai
 
 def test_tasks_run_on_executors_of_both_workers(running: Running):
     deadline = time.monotonic() + 180
-    topology = cluster.topology(running.state)
+    topology = cluster_topology.topology(running.state)
     while len({e.worker_id for e in topology.executors if e.worker_id}) < 2 and time.monotonic() < deadline:
         time.sleep(2)
-        topology = cluster.topology(running.state)
+        topology = cluster_topology.topology(running.state)
     workers = {w.id for w in topology.alive_workers}
     assert len(workers) == 2, topology
     assert {e.worker_id for e in topology.executors} == workers, topology
@@ -193,7 +193,7 @@ def test_tasks_run_on_executors_of_both_workers(running: Running):
     for _ in range(3):  # two free single-core executors each take a task of the first wave; retry anyway
         assert running.query("select count(*) from range(0, 1000000, 1, 8)") == [(1000000,)]
         time.sleep(1)  # the REST API's task counts follow the listener
-        topology = cluster.topology(running.state)
+        topology = cluster_topology.topology(running.state)
         if topology.workers_with_tasks() == workers:
             break
     assert topology.workers_with_tasks() == workers, topology

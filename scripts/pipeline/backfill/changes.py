@@ -5,6 +5,7 @@ window's checkpoint records them (control.backfill_windows.table_stats, run_reco
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from pipeline import iceberg
 from pipeline.backfill import plan as planning
@@ -91,7 +92,7 @@ def committed_on(spark: Sql, tables: list[str], branch: str, started: datetime, 
         f" r.snapshot_id as head from {t}.snapshots as s left join {t}.refs as r on r.name = :branch"
         for t in tables
     )
-    snapshots: dict[str, dict[int, object]] = {t: {} for t in tables}
+    snapshots: dict[str, dict[int, Any]] = {t: {} for t in tables}  # pyspark Rows
     heads: dict[str, int | None] = dict.fromkeys(tables)
     for row in spark.sql(union, args={"branch": branch}).collect():
         snapshots[row.table_name][row.snapshot_id] = row

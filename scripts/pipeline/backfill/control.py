@@ -265,7 +265,8 @@ class Control:
     # -- tables ------------------------------------------------------------------------------
     def add_tables(self, run_id: str, branch: str, base_snapshot_ids: dict[str, int | None]) -> None:
         """The tables of a run with main's snapshot when their branch was cut, in one commit."""
-        rows, args = [], {"run_id": run_id, "b": branch}
+        rows: list[str] = []
+        args: dict[str, object] = {"run_id": run_id, "b": branch}
         for n, (table, base) in enumerate(sorted(base_snapshot_ids.items())):
             rows.append(f"(:run_id, :t{n}, :b, cast(:base{n} as bigint), null, null, null)")
             args.update({f"t{n}": table, f"base{n}": base})

@@ -167,6 +167,7 @@ def _reached_model(
         for relation in (models[upstream].relation, models[upstream].current_state)
         if relation
     )
+    assert model.scope_key is not None  # a model over models declares the key its changes tie by
     scope_key = iceberg.checked_column(model.scope_key)
     mine = f"{scope_key} in (select scope_key from ({keys}) as reached)"
     touched[model.name] = f"({touched[model.name]}) or ({mine})" if model.name in touched else mine
@@ -243,6 +244,7 @@ def _dated_impact(
 ) -> list[DateImpact]:
     """impact of a late model with an event date: per date of its late keys (held or current),
     its figures as held and as restated (None when `via` names restated models it reads)."""
+    assert model.current_state is not None and model.event_date is not None  # impact() checked both
     table, state = iceberg.checked_table(model.relation), iceberg.checked_table(model.current_state)
     columns = (model.unique_key, model.event_date, *model.measures)
     bad = [c for c in columns if not iceberg.COLUMN_NAME.fullmatch(c)]
@@ -306,6 +308,7 @@ def _undated_impact(spark: Sql, model: IncrementalModel, audit: str, sample: int
     """impact of a late model with no event date (restated by key): its figures over the
     whole table as held, and as restated (the held totals, less the late keys' rows, plus
     their live rows in the current state; None when `via` names restated models it reads)."""
+    assert model.current_state is not None  # impact() refused a model without one
     table, state = iceberg.checked_table(model.relation), iceberg.checked_table(model.current_state)
     names = ("rows", *model.measures)
     figures = ", ".join(

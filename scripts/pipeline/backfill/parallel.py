@@ -12,9 +12,10 @@ import subprocess
 import sys
 import threading
 from contextlib import ExitStack
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, cast
 
 from pipeline import iceberg, paths
 from pipeline.backfill import changes
@@ -27,10 +28,20 @@ if TYPE_CHECKING:
     from pipeline.backfill.execution import Outcome, Windows
 
 
+@dataclass(frozen=True)
+class Worker:
+    """A worker process, the pipes of its jobs and answers, and the log of its output."""
+
+    process: subprocess.Popen[str]
+    stdin: IO[str]
+    stdout: IO[str]
+    log: Path
+
+
 def max_parallel() -> int:
     """var backfill_max_parallel of the project (default 4): the most windows at once."""
     try:
-        return int(paths.project_var("backfill_max_parallel"))
+        return int(paths.project_var("backfill_max_parallel"))  # type: ignore[call-overload]  # a yml value
     except KeyError:
         return 4
 
@@ -97,7 +108,7 @@ def run_at_once(
     from pipeline.backfill.execution import Outcome
 
     models = {m.name: m for m in incremental_models()}
-    dated = {models[name].relation: models[name].event_date for name in first}
+    dated = {models[name].relation: cast(str, models[name].event_date) for name in first}  # partitioned by it
     limit = str(max(100, 4 * max_batch_days()))
     for table in dated:  # per-partition figures in each snapshot's summary
         run.spark.sql(
@@ -165,7 +176,9 @@ def _dispatch(
         threading.Thread(
             target=_read_answers, args=(n, worker, answers), daemon=True, name=f"answers-{run.run_id}-{n}"
         ).start()
-    idle, running, attempts = list(range(len(workers))), {}, {}
+    idle = list(range(len(workers)))
+    running: dict[int, planning.Window] = {}
+    attempts: dict[int, int] = {}
     while waiting or running:
         while idle and waiting and outcome.paused is None:
             outcome.paused = run.pause_reason()
@@ -242,7 +255,7 @@ def _window_done(
     )
 
 
-def _read_answers(n: int, worker: subprocess.Popen, answers: queue.Queue) -> None:
+def _read_answers(n: int, worker: Worker, answers: queue.Queue) -> None:
     """A worker's answers (JSON lines on its stdout) into `answers` as (n, answer); (n, None)
     once it ends."""
     for line in worker.stdout:
@@ -253,20 +266,20 @@ def _read_answers(n: int, worker: subprocess.Popen, answers: queue.Queue) -> Non
     answers.put((n, None))
 
 
-def _stop_worker(worker: subprocess.Popen) -> None:
+def _stop_worker(worker: Worker) -> None:
     """A worker's stdin closed (it ends after its window), killed if it has not ended in 60 s."""
     try:
         worker.stdin.close()
     except OSError:
         pass
     try:
-        worker.wait(timeout=60)
+        worker.process.wait(timeout=60)
     except subprocess.TimeoutExpired:
-        worker.kill()
-        worker.wait()
+        worker.process.kill()
+        worker.process.wait()
 
 
-def start_workers(run_id: str, count: int, cleanup: ExitStack) -> list[subprocess.Popen]:
+def start_workers(run_id: str, count: int, cleanup: ExitStack) -> list[Worker]:
     """`count` worker processes (pipeline.backfill.worker), each with its own dbt target and
     log folders and its output in a log file, under <state>/backfill_workers/<run>/; ended
     (their stdin closed, killed after 60 s) when `cleanup` closes."""
@@ -283,7 +296,7 @@ def start_workers(run_id: str, count: int, cleanup: ExitStack) -> list[subproces
             "PYTHONPATH": os.pathsep.join(p for p in (package, os.environ.get("PYTHONPATH")) if p),
         }
         with (home / "worker.log").open("w") as log:
-            worker = subprocess.Popen(
+            process = subprocess.Popen(
                 [sys.executable, "-m", "pipeline.backfill.worker"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -292,7 +305,8 @@ def start_workers(run_id: str, count: int, cleanup: ExitStack) -> list[subproces
                 env=env,
                 cwd=str(paths.PROJECT_DIR),
             )
-        worker.log = home / "worker.log"
+        assert process.stdin is not None and process.stdout is not None  # both piped
+        worker = Worker(process, process.stdin, process.stdout, home / "worker.log")
         cleanup.callback(_stop_worker, worker)
         workers.append(worker)
     return workers

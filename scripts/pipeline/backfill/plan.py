@@ -128,7 +128,7 @@ def windows(start: date, end: date, batch_days: int, max_batch_days: int) -> lis
             f"--batch-days must be between 1 and {max_batch_days} (project var backfill_max_batch_days), "
             f"got {batch_days}"
         )
-    result = []
+    result: list[Window] = []
     cursor = start
     while cursor < end:
         stop = min(cursor + timedelta(days=batch_days), end)

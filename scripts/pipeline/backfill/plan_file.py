@@ -158,8 +158,8 @@ def parameters(document: dict, path: Path | str = "plan") -> dict:
                 if given.get("start") is not None or given.get("end") is not None:
                     raise PlanError("give parameters.windows or parameters.start/end, not both")
             else:
-                parse_date(given.get("start"), "parameters.start")
-                parse_date(given.get("end"), "parameters.end")
+                parse_date(given.get("start"), "parameters.start")  # type: ignore[arg-type]  # refuses None
+                parse_date(given.get("end"), "parameters.end")  # type: ignore[arg-type]
     except PlanError as error:
         raise PlanError(f"{path}: {error}") from error
     return given

@@ -109,7 +109,9 @@ def publish(spark: Sql, console: Console, control: Control, run_id: str) -> None
             if iceberg.branch_head(spark, table.table_name, run_id) != current:
                 spark.sql(f"call spark_catalog.system.fast_forward('{table.table_name}', 'main', '{run_id}')")
             published.append((table.table_name, pre))
-            control.table_published(run_id, table.table_name, pre, iceberg.current_snapshot_id(spark, table.table_name))
+            now = iceberg.current_snapshot_id(spark, table.table_name)
+            assert now is not None  # a table with a branch has a snapshot
+            control.table_published(run_id, table.table_name, pre, now)
     except Exception as error:
         for name, pre in published:
             spark.sql(f"call spark_catalog.system.rollback_to_snapshot('{name}', {int(pre)})")

@@ -347,7 +347,7 @@ class Restatement:
         self._reached_cache = (cache_key, found)
         return found
 
-    def impact(self, select: str | None, sample: int = 5, held: bool = False) -> list[impact.DateImpact]:
+    def impacts(self, select: str | None, sample: int = 5, held: bool = False) -> list[impact.DateImpact]:
         """impact.impact of the held audit's late keys and the models they reach (`held`: of
         those held back beyond their restatement window, what restating them once signed off
         would do). Call after plan (which parses and checks the view)."""

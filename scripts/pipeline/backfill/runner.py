@@ -148,7 +148,7 @@ class Backfill:
         return self.restatement.reached(select, sample, held)
 
     def restate_impact(self, select: str | None, sample: int = 5, held: bool = False) -> list[impact.DateImpact]:
-        return self.restatement.impact(select, sample, held)
+        return self.restatement.impacts(select, sample, held)
 
     impact_table = staticmethod(impact.impact_table)
 

@@ -21,7 +21,7 @@ from pipeline.manifest import IncrementalModel, code_fingerprint, incremental_mo
 def max_batch_days() -> int:
     """var backfill_max_batch_days of the project (default 31)."""
     try:
-        return int(paths.project_var("backfill_max_batch_days"))
+        return int(paths.project_var("backfill_max_batch_days"))  # type: ignore[call-overload]  # a yml value
     except KeyError:
         return 31
 
@@ -211,6 +211,7 @@ def in_window(
         partitions, _, files, size = metadata_totals(spark, relation)
         rows = int(spark.sql(f"select count(*) from {relation}").collect()[0][0])
         return {window.index: (partitions, rows, files, size) for window in windows}
+    assert model.event_date is not None  # partitioned by it
     column = iceberg.checked_column(model.event_date)
 
     def within(start: date, end: date) -> str:

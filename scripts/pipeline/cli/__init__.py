@@ -12,9 +12,10 @@
     pipeline cluster start|stop|status      the local Spark cluster + Thrift Server of the `cluster` target
     pipeline package-dir                    the folder of the framework's dbt package (for packages.yml)
 
-One module per command group: `land` (landing), `backfills` (backfill, restate, apply, status, changelog, rollback),
-`inspection` (compare, explain, report), `maintain`, `cluster`, `package` (package-dir). Each
-module imports Spark, dbt and the product's modules that start Spark or dbt only inside its
+One module per command group: `land` (landing), `backfills` (backfill, status, changelog,
+rollback), `restatements` (restate, signoff), `plans` (apply), `inspection` (compare, explain,
+report), `maintain`, `cluster`, `package` (package-dir). Each module imports Spark, dbt and the
+product's modules that start Spark or dbt only inside its
 commands, after the command line is checked.
 The shop example's sample and main job are `python -m sample generate|main` (scripts/sample/).
 """
@@ -66,7 +67,8 @@ EXIT_CODES = {
     "package-dir": "0 printed",
 }
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
+HELP_OPTIONS = ["-h", "--help"]
+CONTEXT = {"help_option_names": HELP_OPTIONS, "max_content_width": 110}
 
 
 def command(group: click.Group, name: str, **kwargs):
@@ -122,9 +124,9 @@ def pipeline() -> None:
 
 
 def _register() -> None:
-    from pipeline.cli import backfills, cluster, inspection, land, maintain, package
+    from pipeline.cli import backfills, cluster, inspection, land, maintain, package, plans, restatements
 
-    for module in (land, backfills, inspection, maintain, cluster, package):
+    for module in (land, backfills, restatements, plans, inspection, maintain, cluster, package):
         module.register(pipeline)
 
 
@@ -142,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         args
         and args[0] in pipeline.commands
         and args[0] != "package-dir"
-        and not set(args) & set(CONTEXT["help_option_names"])
+        and not set(args) & set(HELP_OPTIONS)
         and not (paths.PROJECT_DIR / "dbt_project.yml").is_file()
     ):
         print(
