@@ -2,9 +2,9 @@
 # The tests, in tiers (pytest markers; tests/python/conftest.py marks every test not `fast` as
 # `integration`):
 #   bash scripts/test.sh              fast + integration: what CI (.ci/run) runs
-#   bash scripts/test.sh fast         the developer's loop: sqlfluff lint, dbt parse and the pure
-#                                     Python tests (contract, planning, conventions, generator);
-#                                     no Spark session
+#   bash scripts/test.sh fast         the developer's loop: sqlfluff lint, ruff and mypy over the
+#                                     pipeline package, dbt parse and the pure Python tests
+#                                     (contract, planning, conventions, generator); no Spark session
 #   bash scripts/test.sh integration  the embedded Spark/Iceberg tests and the browser,
 #                                     then dbt's own adapter suite with the framework installed
 #                                     (tests/adapter: its own process, its own Spark session)
@@ -30,6 +30,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
 if [ "$tier" = "fast" ] || [ "$tier" = "all" ]; then
     echo "== sqlfluff lint"
     .venv/bin/sqlfluff lint models macros tests/dbt
+    # the pipeline package: ruff's rules and format, then mypy (their settings: pyproject.toml)
+    echo "== ruff check, ruff format --check, mypy"
+    .venv/bin/ruff check --quiet
+    .venv/bin/ruff format --check --quiet
+    .venv/bin/mypy
 fi
 if [ "$tier" = "fast" ]; then
     echo "== pytest -m fast"
