@@ -338,10 +338,13 @@ def test_a_backfill_pauses_for_the_fresh_data_and_resumes_on_the_tables_the_dail
     asked.abandon(run_id)
 
 
-def test_a_failed_window_is_recorded_the_others_run_and_resume_runs_it_alone(built: Warehouse):
+def test_a_failed_window_is_recorded_the_others_run_and_resume_runs_it_alone(built: Warehouse, tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch):
     """A window whose dbt run fails (here its source table is away while it runs) is recorded
     'failed' with the error; the other windows, other dates, run; nothing is gated or published.
-    The resume runs the failed window alone, then gates and publishes: equal to a full refresh."""
+    The resume runs the failed window alone, then gates and publishes: equal to a full refresh.
+    It runs as a scheduler's retry on another worker would: with a dbt target folder of its own,
+    empty (no manifest yet)."""
     before = snapshots(built)
     failing = runner(built)
 
@@ -368,9 +371,11 @@ def test_a_failed_window_is_recorded_the_others_run_and_resume_runs_it_alone(bui
         shown.getvalue()
 
     ran = []
+    monkeypatch.setenv("DBT_TARGET_PATH", str(tmp_path / "another_workers_target"))
     resumed = runner(built)
     resumed.before_window = lambda window: ran.append(window.index)
     assert resumed.retry_failed(run_id) == run_id  # `pipeline backfill --retry-failed RUN_ID`
+    assert (tmp_path / "another_workers_target" / "manifest.json").exists()
     [run] = Control(built.spark).runs(run_id)
     assert run.status == "published", run.message
     with pytest.raises(BackfillRefused, match="is published, not failed"):

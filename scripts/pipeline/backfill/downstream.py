@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from pipeline import paths
 from pipeline.backfill.control import Control
 from pipeline.dbt import Dbt
 from pipeline.engine import Sql
@@ -27,7 +28,9 @@ def check(
     dbt itself) is recorded and printed, never raised: the event stands (`failed` tells)."""
     rows: list[tuple] = []
     try:
-        if event == "rolled_back":  # a process of its own: the project as it is now
+        # a rollback is a process of its own: the project as it is now; a resume that found its
+        # publish done (a fresh process, a scheduler's retry on another worker) has no manifest
+        if event == "rolled_back" or not (paths.target_dir() / "manifest.json").exists():
             dbt.invoke("parse")
         found = downstream_of(models)
         stale: dict[str, list[str]] = {"rebuild": [], "full refresh": []}

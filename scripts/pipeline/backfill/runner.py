@@ -297,18 +297,6 @@ class Backfill:
             self.after_window,
             lambda seconds: lane.pause_reason(self._began, self.not_during, self.clock, seconds),
         )
-        executed = Windows(
-            self.dbt,
-            self.spark,
-            self.console,
-            control,
-            run,
-            windows,
-            [t.table_name for t in recorded],
-            hooks,
-            self.parallel,
-            self.conflict_retries,
-        )
         heartbeat = lock.Heartbeat(control, run_id, self.owner, self.heartbeat_every)
         with ExitStack() as cleanup:  # undone in reverse order, however the block ends
             try:
@@ -319,6 +307,20 @@ class Backfill:
                 cleanup.callback(self.spark.conf.unset, "spark.wap.branch")
                 heartbeat.start()
                 cleanup.callback(heartbeat.stop)
+                # the windows' models read from the manifest just parsed: a resume in a fresh
+                # process (a scheduler's retry on another worker) has no manifest before it
+                executed = Windows(
+                    self.dbt,
+                    self.spark,
+                    self.console,
+                    control,
+                    run,
+                    windows,
+                    [t.table_name for t in recorded],
+                    hooks,
+                    self.parallel,
+                    self.conflict_retries,
+                )
                 outcome = executed.run(cleanup)
                 if outcome.paused is not None or outcome.failed:
                     return self._stopped(control, run_id, outcome, len(windows))
