@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 from decimal import Decimal
 
 import pytest
 
 from helpers import SharedBuild
-from pipeline import report
+from pipeline import cli, report
 
 HOSTILE = "<script>alert('x')</script> & \"quoted\""
 
@@ -71,10 +72,13 @@ def test_a_page_without_alerts_says_so():
     assert "no scan records yet" not in html
 
 
-def test_a_source_with_nothing_landed_shows_as_nothing_landed_yet_and_raises_no_alert(examples_built: SharedBuild):
+def test_a_source_with_nothing_landed_shows_as_nothing_landed_yet_and_raises_no_alert(
+    examples_built: SharedBuild, tmp_path: Path, capsys: pytest.CaptureFixture
+):
     """A declared source whose raw table is empty: `dbt source freshness` gives its max(updated_at)
     as 0001-01-01 (an age of ~739,948 days, status error); the page says nothing landed yet, with
-    no latest update and no age, and raises no staleness alert for it."""
+    no latest update and no age, and raises no staleness alert for it. `pipeline report
+    --fail-on-alerts` (the daily job's last step) prints the same alerts and exits 3."""
     built = examples_built.fresh()  # every source landed: the base events of both domains
     # emptied: to dbt the same as a table nothing ever landed into (max(updated_at) is null)
     built.spark.sql("delete from raw.drivers")
@@ -94,3 +98,10 @@ def test_a_source_with_nothing_landed_shows_as_nothing_landed_yet_and_raises_no_
     silent = ("volume_within_band on fct_trip (trip_date) cannot fire: its trailing median is 0 rows a date,"
               " below min_trailing_mean 10")
     assert silent in page.volume_silent and f"<li>{silent}</li>" in html, page.volume_silent
+    # the daily job's last step: the page written, its alerts printed, exit 3 (a failed task)
+    capsys.readouterr()
+    assert cli.main(["report", "--out", str(tmp_path / "status.html"), "--fail-on-alerts"]) == 3
+    printed = capsys.readouterr().out
+    assert "alert: source rides.trips is error: latest update 2025-01-10" in printed, printed
+    assert "alert: source rides.drivers " not in printed, printed
+    assert (tmp_path / "status.html").exists()

@@ -60,7 +60,9 @@ EXIT_CODES = {
     "compare": "0 equal; 1 any difference, or dbt failed; 2 refused (not a model of the kind, no table, "
     "bad scratch schema, unrouted dual run, different columns)",
     "explain": "0 explained; 1 dbt failed; 2 refused (not a model of the framework's kind, no table yet)",
-    "report": "0 written; 2 --days or --runs out of range",
+    "report": "0 written (with --fail-on-alerts: and no alert); 2 --days or --runs out of range; "
+    "3 written, and with --fail-on-alerts an alert fired (each printed: a failed run, a stale source, a failing "
+    "alert test, late rows, a scan over its share, watermark drift, a failed backfill)",
     "maintain": "0 done; 2 refused (bad table name or argument)",
     "cluster": "start: 0 started, 1 failed, 2 refused (already running, stray processes, port in use); "
     "stop: 0; status: 0 running, 1 not running",

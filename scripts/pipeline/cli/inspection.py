@@ -101,9 +101,15 @@ def explain(models: tuple[str, ...], json_file: Path | None, out) -> int:
     help="Event dates of each declared model's measures, source vs mart, 1..366.",
 )
 @click.option("--runs", type=int, default=30, show_default=True, help="Latest run records shown, 1..1000.")
-def report(out_file: Path | None, days: int, runs: int) -> int:
+@click.option(
+    "--fail-on-alerts",
+    is_flag=True,
+    help="Also print each alert on a line of its own, and exit 3 when there is any (a scheduler's task "
+    "that fails visibly).",
+)
+def report(out_file: Path | None, days: int, runs: int, fail_on_alerts: bool) -> int:
     """Write the status page, one static HTML file: freshness, watermarks, runs, daily totals,
-    backfills, alerts."""
+    backfills, alerts. With --fail-on-alerts, the alerts are printed too, and any makes it exit 3."""
     if not 1 <= days <= 366 or not 1 <= runs <= 1000:
         console().print(f"[red]refused:[/] --days must be 1..366 and --runs 1..1000 (got {days} and {runs})")
         return 2
@@ -118,7 +124,11 @@ def report(out_file: Path | None, days: int, runs: int) -> int:
         f"wrote {page}: {len(written.pipelines)} pipelines, {len(written.runs)} runs, "
         f"{len(written.backfills)} backfills, {len(written.alerts)} alerts"
     )
-    return 0
+    if not fail_on_alerts:
+        return 0
+    for alert in written.alerts:  # whole, not wrapped: a scheduler's log keeps each on its line
+        print(f"alert: {alert}")
+    return 3 if written.alerts else 0
 
 
 def register(group: click.Group) -> None:
