@@ -97,7 +97,7 @@ def expire_change_records(
     from pipeline.manifest import incremental_models
 
     models = incremental_models()
-    by_table = {m.relation.split(".")[1]: m for m in models}
+    by_table = {m.change_records: m for m in models}  # control.<its table>__changes -> the model
     held, _ = _backfill_holds(spark)
     started: dict[str, datetime] = {}
     if iceberg.table_exists(spark, f"{_CONTROL}.etl_watermark"):
@@ -110,7 +110,7 @@ def expire_change_records(
         }
     results = []
     for table in change_record_tables(spark):
-        model = by_table.get(table.split(".")[1].removesuffix(_CHANGES_SUFFIX))
+        model = by_table.get(table)
         readers = tuple(sorted(m.name for m in models if model is not None and model.name in m.upstream_models))
         name = model.name if model else None
         if model is not None and model.relation in held:
