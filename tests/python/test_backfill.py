@@ -338,6 +338,50 @@ def test_a_backfill_pauses_for_the_fresh_data_and_resumes_on_the_tables_the_dail
     asked.abandon(run_id)
 
 
+def test_a_plan_applied_again_resumes_its_unpublished_run_and_never_runs_a_published_one_twice(
+    built: Warehouse, capsys, tmp_path: Path
+):
+    """A scheduler retries a failed `pipeline apply PLAN` task by running it again: the run the
+    plan started is resumed (its failed window alone runs, then the gate and the publish), not
+    started a second time; once it is published, applying the plan again runs nothing."""
+    plan = tmp_path / "retried.yml"
+    assert cli.main(["backfill", "--start", "2025-01-01", "--end", "2025-01-03", "--select", "fct_order_item",
+                     "--batch-days", "1", "--reason", "a task retried", "--plan-out", str(plan)]) == 0
+    document = plan_file.load(plan)
+    first = runner(built)  # the task's first try: its second window fails (its source is away)
+
+    def source_away_for_window_1(window) -> None:
+        if window.index == 1:
+            built.spark.sql("alter table raw.order_items rename to raw.order_items_away")
+
+    first.before_window = source_away_for_window_1
+    try:
+        run_id = first.start(first.plan("2025-01-01", "2025-01-03", "fct_order_item", 1), document["reason"],
+                             (document["plan_hash"], str(plan), plan.read_text()))
+    finally:
+        built.spark.sql("alter table raw.order_items_away rename to raw.order_items")
+    assert first.status_of(run_id) == "failed"
+    before = snapshots(built)
+
+    capsys.readouterr()
+    assert cli.main(["apply", str(plan)]) == 0  # the retry
+    printed = " ".join(capsys.readouterr().out.split())
+    assert f"applied before by {run_id}, failed: resuming it" in printed, printed
+    [run] = Control(built.spark).runs()
+    assert (run.run_id, run.status) == (run_id, "published")
+    ran = built.rows("select window_index, count(*) from control.backfill_window_events"
+                     f" where run_id = '{run_id}' and status = 'done' group by 1 order by 1")
+    assert [tuple(r) for r in ran] == [(0, 1), (1, 1)], ran  # the first window ran once: not again
+    assert built.table("marts.fct_order_item") == full_refresh_result(built, "marts.fct_order_item")
+
+    published = snapshots(built)
+    assert published != before
+    capsys.readouterr()
+    assert cli.main(["apply", str(plan)]) == 0  # retried once more: done already, nothing runs
+    assert f"applied already by {run_id}" in " ".join(capsys.readouterr().out.split())
+    assert snapshots(built) == published and len(Control(built.spark).runs()) == 1
+
+
 def test_a_failed_window_is_recorded_the_others_run_and_resume_runs_it_alone(built: Warehouse, tmp_path: Path,
                                                                              monkeypatch: pytest.MonkeyPatch):
     """A window whose dbt run fails (here its source table is away while it runs) is recorded

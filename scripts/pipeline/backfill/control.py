@@ -162,6 +162,16 @@ class Control:
         )
         return [Run(**{**row.asDict(), "models": json.loads(row.models)}) for row in rows]
 
+    def runs_of_plan(self, plan_hash: str) -> list[Run]:
+        """The runs applied from the plan whose hash is `plan_hash` (backfill_plans), oldest first."""
+        applied = {
+            row.run_id
+            for row in self._read(
+                "backfill_plans", f"select run_id from {SCHEMA}.backfill_plans where plan_hash = :h", h=plan_hash
+            )
+        }
+        return [run for run in self.runs() if run.run_id in applied]
+
     def active_runs(self) -> list[Run]:
         return [run for run in self.runs() if run.status in ACTIVE]
 

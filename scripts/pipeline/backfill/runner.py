@@ -393,6 +393,11 @@ class Backfill:
         control, run = self._open(run_id)
         return run, [planning.Window(w.window_index, w.window_start, w.window_end) for w in control.windows(run_id)]
 
+    def run_of_plan(self, plan_hash: str) -> Run | None:
+        """The latest run applied from the plan of `plan_hash` (`pipeline apply`), or None."""
+        runs = Control(self.spark).runs_of_plan(plan_hash)
+        return runs[-1] if runs else None
+
     def status_of(self, run_id: str) -> str:
         return status.recorded_run(Control(self.spark), run_id).status
 

@@ -98,6 +98,9 @@ def apply(plan_files, replan, check, rebuild_downstream, not_during, parallel, o
             raise _stale(path, stale)
         for line in plans.notes(planned, now):
             out.print(f"note: {line}", markup=False, highlight=False)
+        earlier = runner.run_of_plan(planned["plan_hash"])
+        if earlier is not None and earlier.status in ("published", "running", "failed", "paused"):
+            return _applied_before(runner, out, path, earlier, impacts)
         applied = (planned["plan_hash"], str(path), text)
         out.print(
             f"applying {path} (plan_hash {planned['plan_hash'][:12]}): {len(plan.windows)} windows, "
@@ -110,6 +113,30 @@ def apply(plan_files, replan, check, rebuild_downstream, not_during, parallel, o
         return _show_run(runner, out, runner.start(plan, planned["reason"], applied))
     finally:
         runner.release_audit()
+
+
+def _applied_before(runner, out, path, run, impacts) -> int:
+    """A plan applied before, as a scheduler's retry of its task applies it again: its run is not
+    started twice. A published run is shown, and nothing runs; an unpublished one (failed, paused,
+    or running with its owner gone) is resumed: its windows not done run, then its gate and
+    publish (a run held by a live owner is refused by the resume)."""
+    if run.status == "published":
+        out.print(
+            f"{path}: applied already by {run.run_id}, published {run.finished_at}: nothing run",
+            markup=False,
+            highlight=False,
+        )
+        return _show_run(runner, out, run.run_id)
+    out.print(
+        f"{path}: applied before by {run.run_id}, {run.status}: resuming it (its windows not done run, "
+        "then its gate and publish)",
+        markup=False,
+        highlight=False,
+    )
+    run_id = runner.resume(run.run_id)
+    if impacts is not None and runner.status_of(run_id) == "published":  # a restatement's cost per date
+        runner.restatement.record_figures(run_id, impacts)
+    return _show_run(runner, out, run_id)
 
 
 def _check_plans(out, files) -> int:
