@@ -253,30 +253,43 @@ def consumption(spark: Sql, models, present: set[str]) -> dict[str, tuple[Consum
     return found
 
 
-def consumption_table(metrics: list[ModelMetrics]):
-    """`pipeline status`'s table of how far each model over models has consumed its upstreams;
-    None when the project has none built."""
-    from rich.table import Table
+CONSUMPTION_COLUMNS = ("model", "upstream", "current with (its run)", "upstream runs since", "watermark lag", "from")
 
-    rows = [c for m in metrics for c in m.consumed]
-    if not rows:
-        return None
-    table = Table(title="models over models: the upstream runs they hold")
-    for column in ("model", "upstream", "current with (its run)", "upstream runs since", "watermark lag", "from"):
-        table.add_column(
-            column,
-            justify="left" if column in ("model", "upstream", "from") else "right",
-            no_wrap=column in ("model", "upstream"),
-        )
-    for c in rows:
-        table.add_row(
+
+def consumption_rows(metrics: list[ModelMetrics]) -> list[list[str]]:
+    """How far each model over models has consumed each of its upstreams, a row each, as
+    `pipeline status` and the status page show it (CONSUMPTION_COLUMNS)."""
+    return [
+        [
             c.model,
             c.upstream,
             "-" if c.current_with is None else f"{c.current_with:%Y-%m-%d %H:%M:%S}",
             str(c.runs_behind),
             lag_text(c.watermark_lag_seconds),
             c.read_from,
+        ]
+        for m in metrics
+        for c in m.consumed
+    ]
+
+
+def consumption_table(metrics: list[ModelMetrics]):
+    """`pipeline status`'s table of how far each model over models has consumed its upstreams;
+    None when the project has none built."""
+    from rich.table import Table
+
+    rows = consumption_rows(metrics)
+    if not rows:
+        return None
+    table = Table(title="models over models: the upstream runs they hold")
+    for column in CONSUMPTION_COLUMNS:
+        table.add_column(
+            column,
+            justify="left" if column in ("model", "upstream", "from") else "right",
+            no_wrap=column in ("model", "upstream"),
         )
+    for row in rows:
+        table.add_row(*row)
     return table
 
 

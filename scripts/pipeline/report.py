@@ -22,6 +22,7 @@ does not fill the alerts every day.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -36,7 +37,7 @@ from pipeline.drift import Drift, watermark_drift
 from pipeline.engine import Sql
 from pipeline.manifest import IncrementalModel, incremental_models, unreflected_changes_relation
 from pipeline.metrics import COLUMNS as metric_columns
-from pipeline.metrics import ModelMetrics, lag_text, model_metrics
+from pipeline.metrics import CONSUMPTION_COLUMNS, ModelMetrics, consumption_rows, lag_text, model_metrics
 from pipeline.metrics import cells as metric_cells
 from pipeline.volume import silent_tests
 
@@ -235,7 +236,7 @@ def _share(scan: dict) -> str:
 
 
 # -- rendering: the template templates/status.html.j2 draws, these compute what it shows --------
-def _table(columns: list[str], rows: list[list[object]], css: str = "") -> dict:
+def _table(columns: list[str], rows: Sequence[Sequence[object]], css: str = "") -> dict:
     return {"columns": columns, "rows": rows, "css": css}
 
 
@@ -334,6 +335,7 @@ def render(report: Report) -> str:
     backfills = _backfills_table(report)
     reads = _reads_table(report)
     metrics = _table(list(metric_columns), [metric_cells(m) for m in report.metrics], "metrics")
+    consumption = _table(list(CONSUMPTION_COLUMNS), consumption_rows(report.metrics), "consumption")
     return (
         _template().render(
             generated_at=f"{report.generated_at:%Y-%m-%d %H:%M:%S}",
@@ -341,6 +343,7 @@ def render(report: Report) -> str:
             volume_silent=report.volume_silent,
             pipelines=pipelines,
             metrics=metrics,
+            consumption=consumption,
             freshness=freshness,
             days=report.days,
             daily=[_model_daily(name, model, report.days) for name, model in report.daily.items()],

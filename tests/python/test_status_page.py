@@ -13,7 +13,7 @@ from decimal import Decimal
 import pytest
 
 from helpers import SharedBuild
-from pipeline import cli, report
+from pipeline import cli, metrics, report
 
 HOSTILE = "<script>alert('x')</script> & \"quoted\""
 
@@ -40,8 +40,10 @@ def known_report(**overrides) -> report.Report:
 def test_every_value_is_escaped_and_every_section_is_drawn():
     html = report.render(known_report())
     assert "<script>" not in html and "&lt;script&gt;alert(" in html
-    for section in ("alerts", "volume", "pipelines", "metrics", "freshness", "daily", "runs", "reads", "backfills"):
+    for section in ("alerts", "volume", "pipelines", "metrics", "consumption", "freshness", "daily", "runs", "reads",
+                    "backfills"):
         assert f'<h2 id="{section}">' in html, section
+    assert 'id="no-models-over-models"' in html  # none in this report: said, not left out
     # the declared model: a line per series (source and mart) with a dot per date, and its table
     assert re.findall(r'<polyline class="series" data-series="([^"]+)"', html) == [
         "source net_amount", "mart net_amount"]
@@ -52,6 +54,19 @@ def test_every_value_is_escaped_and_every_section_is_drawn():
     assert len(bars) == 2 and float(bars[1]) > float(bars[0])
     assert "no daily reconciliation" in html and "dim_x" in html
     assert "no scan records yet" in html  # reads None: said, not left out
+
+
+@pytest.mark.fast
+def test_each_aggregate_shows_the_upstream_run_it_holds_and_how_far_behind_it_is():
+    """A model over models (an aggregate) gets a row per upstream on the page, as in `pipeline
+    status`: the upstream run it is current with, the upstream runs since, the lag through it."""
+    held = metrics.Consumption("agg_a", "fct_a", datetime(2025, 1, 2, 1, 0, 0), 1, 7200, "mark")
+    html = report.render(known_report(metrics=[
+        metrics.ModelMetrics("agg_a", 3, 0.0, 7200, 0, None, None, None, None, (held,)),
+        metrics.ModelMetrics("fct_a", 9, 0.0, 60, 0, None, None, None, None)]))
+    assert "<td>agg_a</td><td>fct_a</td><td>2025-01-02 01:00:00</td><td>1</td><td>2.0 hours</td><td>mark</td>" \
+        in html, html
+    assert 'id="no-models-over-models"' not in html
 
 
 @pytest.mark.fast
