@@ -47,6 +47,7 @@ from pipeline.engine import Sql
 
 SCHEMA = "control"
 ACTIVE = ("running", "paused")  # a run that holds its models (and its branches)
+RESUMABLE = ("running", "failed", "paused")  # a run `resume` continues (a running one once its owner is gone)
 
 _DDL = {
     "backfill_runs": """

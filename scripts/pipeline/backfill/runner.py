@@ -35,7 +35,7 @@ from rich.table import Table
 from pipeline import iceberg, paths
 from pipeline.backfill import downstream, gate, impact, lane, late_policy, lock, publish, scope, status
 from pipeline.backfill import plan as planning
-from pipeline.backfill.control import Control, Run
+from pipeline.backfill.control import RESUMABLE, Control, Run
 from pipeline.backfill.execution import Hooks, Windows
 from pipeline.backfill.parallel import check_parallel, split_for
 from pipeline.backfill.plan import BackfillRefused, Plan
@@ -159,7 +159,14 @@ class Backfill:
         date: before it starts, each late date's figures as held and as announced (`impacts`:
         restate_impact's, which the caller has just shown); once published, as the table holds
         them (Restatement.record_figures, shown by `pipeline status RUN_ID`)."""
-        run_id = self.start(plan, reason, applied)
+        return self._figures_once_published(self.start(plan, reason, applied), impacts)
+
+    def resume_restatement(self, run_id: str, impacts: list[impact.DateImpact]) -> str:
+        """Resume a restatement's run (a retried `pipeline apply`), keeping its cost per date as
+        restate does."""
+        return self._figures_once_published(self.resume(run_id), impacts)
+
+    def _figures_once_published(self, run_id: str, impacts: list[impact.DateImpact]) -> str:
         if self.status_of(run_id) == "published":
             self.restatement.record_figures(run_id, impacts)
         return run_id
@@ -241,7 +248,7 @@ class Backfill:
         check_parallel(self.parallel, not isinstance(self.spark, ThriftSql))
         self._refuse_ungated_cluster()
         control, run = self._open(run_id)
-        if run.status not in ("running", "failed", "paused"):
+        if run.status not in RESUMABLE:
             raise BackfillRefused(
                 f"run {run_id} is {run.status}; only a running (interrupted), failed or paused run resumes"
             )

@@ -48,6 +48,7 @@ def apply(plan_files, replan, check, rebuild_downstream, not_during, parallel, o
     from pathlib import Path
 
     from pipeline.backfill import plan_file as plans
+    from pipeline.backfill.control import RESUMABLE
     from pipeline.backfill.plan import PlanError
 
     if check:
@@ -99,7 +100,7 @@ def apply(plan_files, replan, check, rebuild_downstream, not_during, parallel, o
         for line in plans.notes(planned, now):
             out.print(f"note: {line}", markup=False, highlight=False)
         earlier = runner.run_of_plan(planned["plan_hash"])
-        if earlier is not None and earlier.status in ("published", "running", "failed", "paused"):
+        if earlier is not None and earlier.status in ("published", *RESUMABLE):
             return _applied_before(runner, out, path, earlier, impacts)
         applied = (planned["plan_hash"], str(path), text)
         out.print(
@@ -133,10 +134,9 @@ def _applied_before(runner, out, path, run, impacts) -> int:
         markup=False,
         highlight=False,
     )
-    run_id = runner.resume(run.run_id)
-    if impacts is not None and runner.status_of(run_id) == "published":  # a restatement's cost per date
-        runner.restatement.record_figures(run_id, impacts)
-    return _show_run(runner, out, run_id)
+    if impacts is None:
+        return _show_run(runner, out, runner.resume(run.run_id))
+    return _show_run(runner, out, runner.resume_restatement(run.run_id, impacts))
 
 
 def _check_plans(out, files) -> int:
