@@ -18,6 +18,8 @@ _INSTALLED = Path(__file__).resolve().parents[1] / "backfill_safe"
 INSTALLED = (_INSTALLED / "dbt_project.yml").is_file()
 FRAMEWORK_DIR = _INSTALLED if INSTALLED else Path(__file__).resolve().parents[2]
 JARS_DIR = FRAMEWORK_DIR / "jars"
+# The framework's Airflow DAGs: files an Airflow parses, shipped inside this package (pipeline.dags)
+DAGS_DIR = Path(__file__).resolve().parent / "dags"
 DEFAULT_JAR = JARS_DIR / "iceberg-spark-runtime.jar"
 JVM_JAR = JARS_DIR / "backfill-safe-jvm.jar"
 # The dbt project the tools work on, as dbt finds it: DBT_PROJECT_DIR, else the working folder

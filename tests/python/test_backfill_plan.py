@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from datetime import date
 from pathlib import Path
 
@@ -85,6 +86,7 @@ def test_run_ids_are_strict(run_id):
     ["backfill", "--start", "2025-01-01", "--end", "2025-01-05", "--reason", "r", "--not-during", "5:00-7:30"],
     ["restate", "--reason", "r", "--not-during", "07:30-07:30"],
     ["backfill", "--pause", "--resume", "bf_20251122_101010_abcdef"],
+    ["backfill", "--resume", "bf_20251122_101010_abcdef", "--wait", "10"],  # --wait is --pause's
 ])
 def test_cli_refuses_bad_arguments_before_spark_or_any_sql_starts(args, tmp_path: Path):
     env = dict(os.environ, PIPELINE_STATE_DIR=str(tmp_path / "state"))
@@ -399,3 +401,37 @@ def test_the_code_a_plan_records_changes_with_a_models_yml_not_only_its_sql(monk
     contract["sources"]["source.team.raw.t"]["columns"]["id"]["data_type"] = "string"
     assert fingerprint(declared)["fct"] != before["fct"] and fingerprint(declared)["source:raw.t"] == before["source:raw.t"]
     assert fingerprint(contract)["source:raw.t"] != before["source:raw.t"]
+
+
+def test_a_pause_that_waits_returns_once_the_warehouse_is_free_and_fails_naming_who_still_holds_it(tmp_path: Path):
+    """The daily job's first step (`pipeline backfill --pause --wait S`): it asks the running
+    backfill to pause, then waits until no process holds the embedded warehouse, at most S
+    seconds: exit 0 once free, 1 naming the holder when the wait ends first."""
+    state = tmp_path / "state"
+    env = dict(os.environ, PIPELINE_STATE_DIR=str(state))
+    env.pop("DBT_TARGET", None)  # the profile's default: embedded
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from pipeline.spark import lock_warehouse; "
+         "lock_warehouse(Path(sys.argv[1])); print('held', flush=True); time.sleep(120)", str(state)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+
+        def pause(seconds: str) -> subprocess.CompletedProcess:
+            return subprocess.run([sys.executable, "-m", "pipeline.cli", "backfill", "--pause", "--wait", seconds],
+                                  cwd=PROJECT, env=env, capture_output=True, text=True, timeout=120)
+
+        held = pause("2")
+        assert held.returncode == 1, held.stdout + held.stderr
+        assert held.stderr.strip() == f"error: the embedded warehouse is still held by process {holder.pid} after 2 s"
+        assert (state / "backfill.pause").exists()  # the request stays for the backfill to take
+        # the holder ends (a backfill paused at its boundary) while the next one waits
+        waiting = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "backfill", "--pause", "--wait", "60"],
+                                   cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(3)
+        assert waiting.poll() is None  # still waiting
+        holder.kill()
+        out, err = waiting.communicate(timeout=60)
+        assert waiting.returncode == 0 and out.strip().endswith("the warehouse is free"), out + err
+    finally:
+        holder.kill()

@@ -209,3 +209,26 @@ def test_a_commit_refused_by_concurrent_landings_is_tried_again_at_most_five_tim
     with pytest.raises(RuntimeError, match="TABLE_OR_VIEW_NOT_FOUND"):
         _retried(refused(99, "[TABLE_OR_VIEW_NOT_FOUND] raw.orders"), "orders.parquet")
     assert len(calls) == 1  # any other error: at once
+
+
+def test_a_landing_folder_of_day_folders_lands_only_what_is_new_and_says_when_nothing_is(
+        spark_empty, tmp_path: Path, capsys):
+    """`pipeline land LANDING`, as the daily job runs it every day over the folder files arrive
+    in: the files of its day folders not landed yet, hidden ones left out at every depth; with
+    `--nothing-new-exit 99` (Airflow's skip code) a day when nothing arrived exits 99, without it 0."""
+    landing = tmp_path / "landing"
+    write_parquet(landing / "2025-01-01" / "orders.parquet", "orders", [order(1, "2025-01-01 10:00")])
+    write_parquet(landing / "2025-01-02" / "orders-2.parquet", "orders", [order(2, "2025-01-02 10:00")])
+    # a killed landing's staged copy and an editor's file: never landed
+    write_parquet(landing / "2025-01-02" / ".landing-elsewhere-1" / "orders.parquet", "orders",
+                  [order(3, "2025-01-02 11:00")])
+    (landing / ".DS_Store").write_bytes(b"\0")
+    assert cli(["land", "--nothing-new-exit", "99", str(landing)]) == 0
+    assert raw_count(spark_empty, "orders") == 2
+    capsys.readouterr()
+    assert cli(["land", "--nothing-new-exit", "99", str(landing)]) == 99
+    assert capsys.readouterr().out.splitlines()[-1] == "nothing new: 2 files found, none not landed yet"
+    assert cli(["land", str(landing)]) == 0  # by default, nothing new is no failure
+    write_parquet(landing / "2025-01-03" / "orders-3.parquet", "orders", [order(4, "2025-01-03 10:00")])
+    assert cli(["land", "--nothing-new-exit", "99", str(landing)]) == 0
+    assert raw_count(spark_empty, "orders") == 3

@@ -462,7 +462,7 @@ def test_the_command_line_refuses_a_bad_value_with_usage_and_exit_2(capsys, monk
 def test_a_command_outside_a_dbt_project_is_refused_naming_the_folder(tmp_path: Path):
     """`pipeline` works on the dbt project of DBT_PROJECT_DIR (installed: of its working folder):
     where there is none, a command is refused with exit 2 naming the folder, before Spark or dbt
-    start; --help and package-dir work anywhere."""
+    start; --help, package-dir and dags-dir work anywhere."""
     import os
     import subprocess
     import sys
@@ -478,6 +478,8 @@ def test_a_command_outside_a_dbt_project_is_refused_naming_the_folder(tmp_path: 
     assert run("report", "--help").returncode == 0
     printed = run("package-dir")
     assert printed.returncode == 0 and Path(printed.stdout.strip()) == PROJECT_DIR
+    dags = run("dags-dir")
+    assert dags.returncode == 0 and Path(dags.stdout.strip()) == PROJECT_DIR / "scripts" / "pipeline" / "dags"
 
 
 def test_the_installed_package_imports_no_harness():

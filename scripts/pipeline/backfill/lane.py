@@ -5,11 +5,12 @@ var backfill_not_during)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from pipeline import paths
+from pipeline import paths, spark
 from pipeline.backfill.plan import DailySpan
 
 
@@ -24,6 +25,17 @@ def request_pause(by: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"{by} at {datetime.now().astimezone():%Y-%m-%d %H:%M:%S %Z}")
     return path
+
+
+def wait_for_warehouse(seconds: float, poll: float = 2.0) -> str | None:
+    """Wait until no process holds the embedded warehouse (a backfill asked to pause has paused
+    and exited, or ended), at most `seconds`: None once it is free, else who still holds it."""
+    deadline = time.monotonic() + seconds
+    while (held := spark.holder()) is not None:
+        if time.monotonic() >= deadline:
+            return held
+        time.sleep(min(poll, max(deadline - time.monotonic(), 0.1)))
+    return None
 
 
 def pause_reason(

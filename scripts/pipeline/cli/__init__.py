@@ -11,10 +11,11 @@
     pipeline maintain [options]             compact small files, expire snapshots, keep backfills reversible
     pipeline cluster start|stop|status      the local Spark cluster + Thrift Server of the `cluster` target
     pipeline package-dir                    the folder of the framework's dbt package (for packages.yml)
+    pipeline dags-dir                       the folder of the framework's Airflow DAGs
 
 One module per command group: `land` (landing), `backfills` (backfill, status, changelog,
 rollback), `restatements` (restate, signoff), `plans` (apply), `inspection` (compare, explain,
-report), `maintain`, `cluster`, `package` (package-dir). Each module imports Spark, dbt and the
+report), `maintain`, `cluster`, `package` (package-dir, dags-dir). Each module imports Spark, dbt and the
 product's modules that start Spark or dbt only inside its
 commands, after the command line is checked.
 The shop example's sample and main job are `python -m sample generate|main` (scripts/sample/).
@@ -33,8 +34,10 @@ import click
 # refuses its command line, and 1 on an exception it does not catch.
 EXIT_CODES = {
     "land": "0 landed (or skipped); 2 a file or the contract refused, nothing appended; 3 a commit refused "
-    "by concurrent landings 5 times (the cluster target), the files before it appended",
-    "backfill": "0 published, dry run printed, abandoned, or a pause asked; 1 the gate or a window failed; "
+    "by concurrent landings 5 times (the cluster target), the files before it appended; N (--nothing-new-exit N) "
+    "no file was new",
+    "backfill": "0 published, dry run printed, abandoned, or a pause asked (with --wait: and the warehouse "
+    "free); 1 the gate or a window failed, or --pause --wait timed out; "
     "2 refused (bad argument, another run holds the lock, main moved); "
     "4 published, and downstream a data test, a rebuild or the check failed (pipeline status RUN_ID); "
     "5 paused at a window boundary for the fresh data (not during its span, or asked to pause)",
@@ -67,6 +70,7 @@ EXIT_CODES = {
     "cluster": "start: 0 started, 1 failed, 2 refused (already running, stray processes, port in use); "
     "stop: 0; status: 0 running, 1 not running",
     "package-dir": "0 printed",
+    "dags-dir": "0 printed",
 }
 
 HELP_OPTIONS = ["-h", "--help"]
@@ -141,11 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     from pipeline.spark import WarehouseBusy
 
     args = sys.argv[1:] if argv is None else argv
-    # every command but package-dir works on a dbt project: found, or refused before anything runs
+    # every command but package-dir and dags-dir works on a dbt project: found, or refused before anything runs
     if (
         args
         and args[0] in pipeline.commands
-        and args[0] != "package-dir"
+        and args[0] not in ("package-dir", "dags-dir")
         and not set(args) & set(HELP_OPTIONS)
         and not (paths.PROJECT_DIR / "dbt_project.yml").is_file()
     ):

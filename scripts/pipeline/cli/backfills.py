@@ -9,6 +9,7 @@ or dbt starts. Refusals (`PlanError`, `BackfillRefused`) exit 2, a dbt failure e
 from __future__ import annotations
 
 import os
+import sys
 
 import click
 
@@ -67,6 +68,37 @@ def _checked_parallel(parallel: int) -> int:
 
     check_parallel(parallel, uses_session())
     return parallel
+
+
+def _pause(wait: int | None, out) -> int:
+    """--pause [--wait SECONDS]: ask, then wait for the warehouse (0 free, 1 still held)."""
+    from pipeline.backfill.lane import request_pause, wait_for_warehouse
+    from pipeline.engine import uses_session
+    from pipeline.spark import holder
+
+    path = request_pause(f"pipeline backfill --pause, process {os.getpid()}")
+    out.print(
+        f"asked the backfill to pause at its next window boundary ({path}); "
+        f"the warehouse: {holder() or 'not held now'}",
+        markup=False,
+        highlight=False,
+    )
+    if wait is None:
+        return 0
+    if not uses_session():
+        out.print(
+            "--wait: the cluster target has no warehouse lock to wait for; the backfill pauses at its next "
+            "window boundary and publishes nothing meanwhile",
+            markup=False,
+            highlight=False,
+        )
+        return 0
+    still = wait_for_warehouse(wait)
+    if still is not None:
+        print(f"error: the embedded warehouse is still held by {still} after {wait} s", file=sys.stderr)
+        return 1
+    out.print("the warehouse is free", markup=False, highlight=False)
+    return 0
 
 
 def _lane(not_during: str | None):
@@ -142,6 +174,13 @@ def _show_run(runner, out, run_id: str) -> int:
     help="Ask the running backfill of this warehouse to pause at its next window boundary (for "
     "the daily run); it exits 5, and --resume continues it.",
 )
+@click.option(
+    "--wait",
+    type=click.IntRange(0, 86400),
+    metavar="SECONDS",
+    help="With --pause: then wait, at most SECONDS, until no process holds the embedded warehouse "
+    "(the backfill paused or ended); exit 1 if one still does.",
+)
 @_plan_out
 @_rebuild
 @_not_during
@@ -158,6 +197,7 @@ def backfill(
     retry_failed,
     abandon,
     pause,
+    wait,
     plan_out,
     rebuild_downstream,
     not_during,
@@ -175,18 +215,10 @@ def backfill(
             "give either --start/--end (a new backfill), --resume RUN_ID, --retry-failed RUN_ID, "
             "--abandon RUN_ID or --pause"
         )
+    if wait is not None and not pause:
+        raise PlanError("--wait comes with --pause: it waits for the backfill asked to pause")
     if pause:
-        from pipeline.backfill.lane import request_pause
-        from pipeline.spark import holder
-
-        path = request_pause(f"pipeline backfill --pause, process {os.getpid()}")
-        out.print(
-            f"asked the backfill to pause at its next window boundary ({path}); "
-            f"the warehouse: {holder() or 'not held now'}",
-            markup=False,
-            highlight=False,
-        )
-        return 0
+        return _pause(wait, out)
     lane = _lane(not_during)
     parallel = _checked_parallel(parallel)
     if resume or retry_failed or abandon:
