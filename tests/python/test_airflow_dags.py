@@ -158,7 +158,7 @@ def kill_apply_once_a_window_is_done(airflow: Airflow, proc: subprocess.Popen, l
     while time.monotonic() < deadline and proc.poll() is None:
         text = log.read_text(errors="replace") if log.exists() else ""
         if re.search(r"window 2/\d+ \S+ \.\. \S+ done", text):
-            applies = [pid for pid in os.listdir("/proc") if pid.isdigit() and _is_apply(pid)]
+            applies = [pid for pid in os.listdir("/proc") if pid.isdigit() and _is_apply(pid, airflow.project)]
             assert len(applies) == 1, applies
             os.kill(int(applies[0]), signal.SIGKILL)
             return text
@@ -166,12 +166,14 @@ def kill_apply_once_a_window_is_done(airflow: Airflow, proc: subprocess.Popen, l
     raise AssertionError(f"the apply task never showed window 2 done (dags test exit {proc.poll()})")
 
 
-def _is_apply(pid: str) -> bool:
+def _is_apply(pid: str, project: Path) -> bool:
+    """Whether the process is a `pipeline apply` run from the team's project (not another test's)."""
     try:
         words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
     except OSError:
         return False
-    return any(w.endswith(b"/pipeline") for w in words) and b"apply" in words
+    return any(w.endswith(b"/pipeline") for w in words) and b"apply" in words and cwd == project.resolve()
 
 
 def test_the_dags_run_the_daily_run_a_restatement_and_a_killed_backfill_in_a_real_airflow(tmp_path: Path):
