@@ -32,11 +32,34 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 
+# pip, with what it prints but one warning: a pip configuration (pip config list) may name
+# package locations that do not exist, and pip then warns once per package and location (a
+# hundred lines on a machine whose extra-index-url is a missing folder). Those are counted in one
+# line; everything else pip says is printed, and all of it when pip fails.
+passed_over=0
+quiet_pip() {
+    local log missing count
+    missing="^WARNING: Location '.*' is ignored: it is neither a file nor a directory\.$"
+    log="$(mktemp)"
+    if ! .venv/bin/python -m pip "$@" >"$log" 2>&1; then
+        cat "$log" >&2
+        rm -f "$log"
+        return 1
+    fi
+    grep -v "$missing" "$log" || true
+    count="$(grep -c "$missing" "$log" || true)"
+    passed_over=$((passed_over + count))
+    rm -f "$log"
+}
+
 stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
     echo "bootstrap: installing pinned dependencies into .venv (once per pyproject.toml change)"
-    .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -e ".[dev]"
+    quiet_pip install --quiet --upgrade pip
+    quiet_pip install --quiet -e ".[dev]"
+    if [ "$passed_over" -gt 0 ]; then
+        echo "bootstrap: pip's configuration names package locations that do not exist ($passed_over warnings left out; pip config list)"
+    fi
     rm -f .venv/.installed-*
     touch "$stamp"
 fi
