@@ -89,11 +89,11 @@ class Airflow:
         server.kill()
         raise AssertionError(f"the api-server never answered (exit {server.poll()})")
 
-    def respond(self, url: str, dag_id: str, task_id: str, answer: dict) -> dict:
+    def respond(self, url: str, dag_id: str, task_id: str, answer: dict, dag_test: subprocess.Popen) -> dict:
         """Ana answers the task's Required Action through the api-server's REST API, as the
-        guide shows, once the task awaits it."""
+        guide shows, once the task awaits it (while `dag_test`, the DAG's run, goes on)."""
         deadline = time.monotonic() + 1200
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and dag_test.poll() is None:
             with sqlite3.connect(self.home / "airflow.db") as db:
                 waiting = db.execute("select run_id from task_instance where dag_id = ? and task_id = ? and "
                                      "state = 'awaiting_input'", (dag_id, task_id)).fetchone()
@@ -101,7 +101,7 @@ class Airflow:
                 break
             time.sleep(1)
         else:
-            raise AssertionError(f"{dag_id}.{task_id} never awaited input")
+            raise AssertionError(f"{dag_id}.{task_id} never awaited input (its run's exit: {dag_test.poll()})")
 
         def call(method: str, path: str, body: dict, token: str | None = None) -> dict:
             request = urllib.request.Request(f"{url}{path}", method=method, data=json.dumps(body).encode(),
@@ -270,7 +270,8 @@ def test_the_dags_run_the_daily_run_a_restatement_and_a_killed_backfill_in_a_rea
             try:
                 answered = airflow.respond(url, "backfill_safe_restatement", "approve",
                                            {"chosen_options": ["Approve"],
-                                            "params_input": {"reason": "an old ticket, approved by support"}})
+                                            "params_input": {"reason": "an old ticket, approved by support"}},
+                                           proc)
                 proc.wait(timeout=1800)
             finally:
                 if proc.poll() is None:
