@@ -218,11 +218,33 @@
 
 
 {#- True when this run (`plan`: the run_plan) of the model is one its deltas keep: the model
-    declares `additive` and the run is a daily or full run of its own table (not a backfill's
-    window, a dual run's scratch build, nor `pipeline explain`). -#}
+    declares `additive`, the run is a daily or full run of its own table (not a backfill's
+    window, a dual run's scratch build, nor `pipeline explain`), and its Spark session is its
+    own. The mark is a setting of the session while the MERGE runs (consumption_stamp): on
+    dbt-spark's session method (the embedded target's) every dbt thread shares one session, and
+    with threads > 1 another model's write in that moment would be staged under the mark and
+    never published. Such a run recomputes the groups its changes reach (rows_over_models), and
+    says so in the log, once per model and invocation. -#}
 {% macro maintained_by_deltas(plan) %}
-    {{ return(plan.declared is not none and plan.declared.additive | length > 0
-        and plan.window is none and plan.dual_run_model is none and not plan.explaining) }}
+    {% if plan.declared is none or not plan.declared.additive or plan.window is not none
+        or plan.dual_run_model is not none or plan.explaining %}
+        {{ return(false) }}
+    {% endif %}
+    {#- the invocation's threads (--threads overrides the profile's) and the profile's method -#}
+    {% if (adapter.config.threads or 1) | int > 1
+        and adapter.config.credentials.method | string | lower == 'session' %}
+        {% set said = backfill_safe.invocation_store('deltas_in_a_shared_session') %}
+        {% if this.identifier not in said %}
+            {% do said.update({this.identifier: true}) %}
+            {% do log("model " ~ model.name ~ " (additive): this run recomputes the groups its "
+                ~ "changes reach instead of adding them: with threads " ~ adapter.config.threads
+                ~ " its Spark session is shared (dbt-spark's session method), and the mark it "
+                ~ "stages its MERGE under is a session setting. Run with --threads 1, or through a "
+                ~ "Thrift Server, to add them.", info=true) %}
+        {% endif %}
+        {{ return(false) }}
+    {% endif %}
+    {{ return(true) }}
 {% endmacro %}
 
 
@@ -350,13 +372,23 @@
 
 
 {#- The name `body` reads `relation` by: {name, given: true} when the select gives it an alias,
-    else {name: the table's identifier, given: false}. -#}
+    else {name: the table's identifier, given: false}. A read of it sampled or as of a version
+    or a time is refused: its change records are changes of the table as it is. -#}
 {% macro upstream_alias(body, relation) %}
     {% set re = modules.re %}
-    {% set aliased = re.search("(?i)" ~ re.escape(relation | string) ~ "\\s+(as\\s+)?(?!(where|"
-        ~ "group|join|left|right|inner|full|cross|on|order|limit|having|union|window|lateral|"
-        ~ "natural|anti|semi|sort|cluster|distribute|except|intersect|minus)\\b)([a-z_]\\w*)",
-        body) %}
+    {% set read = re.search("(?i)" ~ re.escape(relation | string)
+        ~ "(?![\\w.])\\s+((as\\s+)?[a-z_]\\w*\\s+)?(tablesample|version\\s+as\\s+of|"
+        ~ "timestamp\\s+as\\s+of|for\\s+system_(time|version)\\s+as\\s+of)\\b", body) %}
+    {% if read %}
+        {{ exceptions.raise_compiler_error("model " ~ model.name ~ " (" ~ model.original_file_path
+            ~ "): a model maintained by deltas (additive) reads " ~ relation ~ " as it is; its "
+            ~ "select reads it `" ~ read.group(3) ~ "`: remove additive to recompute the groups "
+            ~ "its changes reach") }}
+    {% endif %}
+    {% set aliased = re.search("(?i)" ~ re.escape(relation | string) ~ "(?![\\w.])\\s+(as\\s+)?(?!("
+        ~ "where|group|join|left|right|inner|full|cross|on|order|limit|having|union|window|lateral|"
+        ~ "natural|anti|semi|sort|cluster|distribute|except|intersect|minus|qualify|pivot|unpivot)"
+        ~ "\\b)([a-z_]\\w*)", body) %}
     {{ return({'name': aliased.group(3) if aliased else relation.identifier,
                'given': aliased is not none}) }}
 {% endmacro %}

@@ -147,6 +147,24 @@ def test_a_drifted_aggregate_fails_its_run_naming_its_groups_and_a_backfill_of_i
     assert not any(t.endswith("fct_trip") for t in tables_read(marked, "agg_daily_city_trips"))
 
 
+def test_a_run_whose_spark_session_other_threads_share_recomputes_and_says_so_and_the_next_adds_again(
+        marked: Warehouse):
+    # dbt-spark's session method with threads > 1: one Spark session for every thread, where the
+    # mark (a session setting) would stage another model's write too: the run recomputes, unmarked
+    marked.land(trips=[trip(5, "2025-01-10 13:00", "2025-01-11 09:00", fare="10.00")])
+    _, said = marked.dbt.invoke_logging("model agg_daily_city_trips (additive): ", "run", *RIDES, "--threads", "2")
+    assert len(said) == 1 and "recomputes the groups its changes reach instead of adding them" in said[0], said
+    assert equals_its_select(marked)
+    assert any(t.endswith("fct_trip") for t in tables_read(marked, "agg_daily_city_trips"))
+    assert current_mark(marked) == ""  # its MERGE committed straight to main, under no mark
+    # one thread: a table with no mark recomputes once and marks it; the day after adds
+    for number, updated in ((6, "2025-01-11 10:00"), (7, "2025-01-11 11:00")):
+        marked.land(trips=[trip(number, "2025-01-10 14:00", updated, fare="12.00")])
+        marked.dbt_run(*RIDES)
+        assert equals_its_select(marked) and current_mark(marked).startswith(MARK)
+    assert not any(t.endswith("fct_trip") for t in tables_read(marked, "agg_daily_city_trips"))
+
+
 def test_first_and_last_dates_move_by_the_changes_and_a_removed_extreme_is_recomputed(examples_built):
     """The shop's customer mart (count, sums, min and max of the order date) over its order fact;
     customer 1 holds orders 1 (2025-01-02), 3 (2025-01-09) and 2 (2025-01-10)."""

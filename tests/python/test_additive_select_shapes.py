@@ -69,3 +69,56 @@ def test_a_select_the_rewrite_could_get_wrong_is_left_alone(body: str):
 
 def test_an_upstream_with_a_composite_key_is_left_alone():
     assert per_row_body("select k, max(d) as d from marts.fct_orders as o group by k", None) is None
+
+
+class _Relation:
+    identifier = "fct_orders"
+
+    def __str__(self) -> str:
+        return "marts.fct_orders"
+
+
+class _Refused(Exception):
+    pass
+
+
+def upstream_alias(body: str) -> dict:
+    text = (paths.FRAMEWORK_DIR / "macros" / "materializations" / "additive_deltas.sql").read_text()
+    start = text.index("{% macro upstream_alias")
+    macro = text[start:text.index("{% endmacro %}", start) + len("{% endmacro %}")]
+
+    def refuse(message):
+        raise _Refused(message)
+
+    template = jinja2.Environment(extensions=["jinja2.ext.do"]).from_string(
+        macro + "{{ upstream_alias(body, relation) }}")
+    try:
+        template.render(body=body, relation=_Relation(), modules={"re": re}, **{"return": _return},
+                        exceptions={"raise_compiler_error": refuse},
+                        model={"name": "agg_x", "original_file_path": "models/agg_x.sql"})
+    except _Returned as returned:
+        return returned.args[0]
+    raise AssertionError("upstream_alias returned nothing")
+
+
+@pytest.mark.parametrize("body, name, given", [
+    ("select k, count(*) as n from marts.fct_orders as o group by k", "o", True),
+    ("select k, count(*) as n from marts.fct_orders o where o.k > 0 group by k", "o", True),
+    ("select k, count(*) as n from marts.fct_orders group by k", "fct_orders", False),
+    ("select k, count(*) as n from marts.fct_orders\nwhere k > 0 group by k", "fct_orders", False),
+    # a clause that follows a table without an alias is no alias
+    ("select k, count(*) as n from marts.fct_orders qualify true group by k", "fct_orders", False),
+    ("select * from marts.fct_orders pivot (sum(x) for k in (1, 2))", "fct_orders", False),
+    ("select * from marts.fct_orders unpivot (x for k in (a, b))", "fct_orders", False),
+    # another table whose name begins with the upstream's is not the upstream
+    ("select k, count(*) as n from marts.fct_orders_v2 as v group by k", "fct_orders", False),
+])
+def test_the_name_a_select_reads_its_upstream_by_is_its_alias_else_the_table(body: str, name: str, given: bool):
+    assert upstream_alias(body) == {"name": name, "given": given}
+
+
+@pytest.mark.parametrize("read", ["tablesample (10 percent)", "version as of 3", "as o timestamp as of '2025-01-01'",
+                                  "for system_time as of '2025-01-01'", "o for system_version as of 3"])
+def test_a_select_reading_its_upstream_sampled_or_as_of_a_version_is_refused_naming_it(read: str):
+    with pytest.raises(_Refused, match=r"models/agg_x\.sql.*reads marts\.fct_orders as it is"):
+        upstream_alias(f"select k, count(*) as n from marts.fct_orders {read} group by k")
