@@ -1,7 +1,8 @@
 """Fault injection: SIGKILL the pipeline at seeded points of daily runs and backfills, recover, verify.
 
     .venv/bin/python -m harness.chaos [--domain shop|rides] [--kills 24] [--seed 7]
-        [--orders-per-day 20] [--classes daily,backfill,landing,publish,maintain,restate] [--out JSON]
+        [--orders-per-day 20] [--classes daily,backfill,landing,publish,maintain,restate,deltas]
+        [--out JSON]
         [--markdown FILE]
     .venv/bin/python -m harness.chaos --report JSON --markdown FILE   # a run's results as a document
 
@@ -31,6 +32,10 @@ compaction, expiry down to two snapshots):
   publish           a backfill killed within its publish (fast-forwarding each table's main,
                     recording it): after PUBLISHING, a drawn share of the publish's time in setup
   maintain          maintenance killed after MAINTAINING, a drawn share of its time in setup
+  deltas            a daily run killed within the run of a model maintained by deltas (its
+                    declaration's `additive`; the domain's in turn): after the dbt log says
+                    the node began, plus k of its statements (0 to the count in setup's daily
+                    run: k = 0 falls between the facts' commit and the aggregate's) and 0..1 s
 Each kill is reported with the phase it fell in, from the marks the child had printed
 (LANDING/LANDED, PUBLISHING/PUBLISHED, MAINTAINING/MAINTAINED): a kill drawn for a phase can
 land just after it. Recovering maintenance runs it again; recovering a restatement resumes its
@@ -237,6 +242,9 @@ class _Child:
             offset = _log_size(self.state)
             self.operate(op)
             counts[op] = _statements_since(self.state, offset)
+            if op == "daily":  # per model maintained by deltas, the statements of its run
+                counts["deltas"] = {name: _node_statements(self.state, offset, name)
+                                    for name in _delta_models(self.domain)}
         # a kill in landing or in publish falls within the time they took here
         counts.update({f"{phase}_s": round(seconds, 2) for phase, seconds in self.seconds.items()})
         print("CALIBRATED " + json.dumps(counts), flush=True)
@@ -458,18 +466,46 @@ class _Child:
         return wrong
 
 
+def _delta_models(domain: ChaosDomain) -> list[str]:
+    """The domain's aggregates whose daily runs apply deltas (their declaration's `additive`),
+    from the manifest the last dbt command wrote."""
+    from pipeline.manifest import incremental_models
+
+    return sorted(m.name for m in incremental_models() if m.additive and m.relation in domain.aggregates)
+
+
+def _node_mark(event: str, name: str) -> re.Pattern:
+    """dbt's log line that a model's node began (`event` Began) or finished running."""
+    return re.compile(rf"{event} running node model\.\w+\.{re.escape(name)}\b")
+
+
+def _log_since(state: Path, offset: int) -> str:
+    log = state / "logs" / "dbt.log"
+    if not log.exists():
+        return ""
+    with log.open(errors="replace") as handle:
+        handle.seek(offset)
+        return handle.read()
+
+
+def _node_statements(state: Path, offset: int, name: str) -> int:
+    """The dbt statements of model `name`'s run in the log since `offset`: 0 if it did not run, or
+    applied no deltas (staged no MERGE under a mark)."""
+    text = _log_since(state, offset)
+    began, finished = _node_mark("Began", name).search(text), _node_mark("Finished", name).search(text)
+    if began is None:
+        return 0
+    run = text[began.end():finished.start() if finished else len(text)]
+    return len(STATEMENT.findall(run)) if "set spark.wap.id = backfill_safe" in run else 0
+
+
 def _log_size(state: Path) -> int:
     log = state / "logs" / "dbt.log"
     return log.stat().st_size if log.exists() else 0
 
 
 def _statements_since(state: Path, offset: int) -> int:
-    log = state / "logs" / "dbt.log"
-    if not log.exists():
-        return 0
-    with log.open(errors="replace") as handle:
-        handle.seek(offset)
-        return len(STATEMENT.findall(handle.read()))
+    return len(STATEMENT.findall(_log_since(state, offset)))
 
 
 def _child_main(args: argparse.Namespace) -> int:
@@ -525,9 +561,9 @@ def _spawn(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen, _Out
     return proc, _Output(proc.stdout)
 
 
-KILL_CLASSES = ("daily", "backfill", "landing", "publish", "maintain", "restate")
+KILL_CLASSES = ("daily", "backfill", "landing", "publish", "maintain", "restate", "deltas")
 OPERATION = {"daily": "daily", "backfill": "backfill", "landing": "daily", "publish": "backfill",
-             "maintain": "maintain", "restate": "restate"}
+             "maintain": "maintain", "restate": "restate", "deltas": "daily"}
 # a kill in landing, publish or maintenance: after the child's mark, within the time the phase
 # took in setup
 MARKS = {"landing": ("LANDING", "LANDED", "landing_s"), "publish": ("PUBLISHING", "PUBLISHED", "publish_s"),
@@ -551,15 +587,23 @@ def run(kills: int, seed: int, orders_per_day: int, state: Path, classes: tuple[
     if calibrated is None or proc.returncode != 0:
         raise RuntimeError(f"chaos setup failed (exit {proc.returncode}); see {state / 'logs' / 'dbt.log'}")
     statements = json.loads(calibrated.removeprefix("CALIBRATED "))
+    deltas = sorted(name for name, n in statements.get("deltas", {}).items() if n)
+    if "deltas" in kinds and not deltas:
+        raise RuntimeError(f"kill class deltas: no model of the {domain} example applied deltas in setup's daily run"
+                           f" (models declaring additive: {sorted(statements.get('deltas', {})) or 'none'})")
     print(f"setup: {days} generated days x {orders_per_day} orders; statements per operation and seconds of"
           f" landing and publish {statements} ({time.monotonic() - started:.0f} s)", flush=True)
 
     rng = random.Random(seed)
-    plan = [(kind, 0 if kind in MARKS else rng.randint(1, statements[kind]), rng.uniform(0.0, 1.0))
-            for kind in kinds]
+    plan: list[tuple[str, int, float, str | None]] = []
+    for kind in kinds:  # (class, statement k, delay, the model maintained by deltas it kills in)
+        node = deltas[sum(p[0] == "deltas" for p in plan) % len(deltas)] if kind == "deltas" else None
+        k = (0 if kind in MARKS else rng.randint(0, statements["deltas"][node]) if node
+             else rng.randint(1, statements[kind]))
+        plan.append((kind, k, rng.uniform(0.0, 1.0), node))
     results, previous = [], None
-    for i, point in enumerate([*plan, ("none", 0, 0.0)]):
-        kind, k, delay = point
+    for i, point in enumerate([*plan, ("none", 0, 0.0, None)]):
+        kind, k, delay, node = point
         op = OPERATION.get(kind, "none")
         proc, out = _spawn(["--phase", "cycle", "--domain", domain, "--op", op], env)
         deadline = time.monotonic() + CYCLE_TIMEOUT_S
@@ -588,9 +632,10 @@ def run(kills: int, seed: int, orders_per_day: int, state: Path, classes: tuple[
             mark, _, seconds = MARKS[kind]
             killed = _kill_after_mark(proc, out, mark, delay * statements.get(seconds, 1.0), deadline)
         else:
-            killed = _kill_at(proc, state, offset, k, delay, deadline)
+            killed = _kill_at(proc, state, offset, k, delay, deadline, node)
         previous = {"kill": i + 1, "class": kind, "op": op, "statement": k, "delay_s": round(delay, 2),
-                    "killed": killed, "in": _phase_killed(op, out) if killed else None}
+                    "killed": killed, "in": _phase_killed(op, out, node, state, offset) if killed else None,
+                    **({"node": node} if node else {})}
     checks = [r["after_recovery"] for r in results]
     totals = {
         "kills": sum(r["killed"] for r in results),
@@ -610,10 +655,19 @@ def run(kills: int, seed: int, orders_per_day: int, state: Path, classes: tuple[
             "results": results, "totals": totals}
 
 
-def _phase_killed(op: str, out: _Output) -> str:
-    """Where the operation was when it was killed, from the marks it printed."""
+def _phase_killed(op: str, out: _Output, node: str | None = None, state: Path | None = None,
+                  offset: int = 0) -> str:
+    """Where the operation was when it was killed, from the marks it printed (and, for a kill
+    in `node`'s run, dbt's log since `offset`)."""
+    if op == "daily" and out.seen("LANDED") is None:
+        return "landing"
+    if op == "daily" and node and state is not None:
+        text = _log_since(state, offset)
+        if _node_mark("Began", node).search(text) is None:
+            return f"daily dbt run before {node}"
+        return f"daily dbt run after {node}" if _node_mark("Finished", node).search(text) else f"{node}'s run"
     if op == "daily":
-        return "landing" if out.seen("LANDED") is None else "daily dbt run"
+        return "daily dbt run"
     if op == "maintain":
         return "maintenance" if out.seen("MAINTAINED") is None else "after maintenance"
     if out.seen("PUBLISHED") is not None:
@@ -630,10 +684,16 @@ def _kill_after_mark(proc: subprocess.Popen, out: _Output, mark: str, delay: flo
     return _kill(proc)
 
 
-def _kill_at(proc: subprocess.Popen, state: Path, offset: int, k: int, delay: float, deadline: float) -> bool:
-    """SIGKILL `proc` `delay` s after its k-th dbt statement since `offset`. False if it
-    finished first."""
-    while _statements_since(state, offset) < k:
+def _kill_at(proc: subprocess.Popen, state: Path, offset: int, k: int, delay: float, deadline: float,
+             node: str | None = None) -> bool:
+    """SIGKILL `proc` `delay` s after its k-th dbt statement since `offset` (with `node`: since
+    dbt began running that model; k may be 0). False if it finished first."""
+    began = _node_mark("Began", node) if node else None
+    while True:
+        text = _log_since(state, offset)
+        found = began.search(text) if began else None
+        if (began is None or found) and len(STATEMENT.findall(text, found.end() if found else 0)) >= k:
+            break
         if proc.poll() is not None or time.monotonic() > deadline:
             break
         time.sleep(0.05)
@@ -672,7 +732,8 @@ def _describe(result: dict) -> str:
     check = result["after_recovery"]
     what = f"killed in {result['in']}" if result["killed"] else "finished before its kill point"
     point = (f"after its mark +{result['delay_s']:.2f} of the phase" if result["class"] in MARKS
-             else f"statement {result['statement']:>3} +{result['delay_s']:.2f} s")
+             else f"statement {result['statement']:>3}" + (f" of {result['node']}" if result.get("node") else "")
+             + f" +{result['delay_s']:.2f} s")
     return (f"kill {result['kill']:>2}: {result['class']:<8} {point} {what}; recovery: {check['recovered']};"
             f" {'ok' if _clean(check) else 'FAILED'}"
             f" (lost {check['lost']}, duplicated {check['duplicated'] + check['duplicate_keys']},"
@@ -730,7 +791,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="kill classes in turn: daily (after a dbt statement of a daily run), backfill (of a"
                              " backfill), landing (within a daily run's landing), publish (within a backfill's"
                              " publish), maintain (within `pipeline maintain`), restate (after a dbt statement of"
-                             " `pipeline restate`); default"
+                             " `pipeline restate`), deltas (within the run of a model maintained by deltas);"
+                             " default"
                              f" {','.join(KILL_CLASSES)}")
     parser.add_argument("--domain", choices=sorted(DOMAINS), default="shop",
                         help="the example whose days are landed, run, backfilled and verified (default shop)")

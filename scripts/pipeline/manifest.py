@@ -29,6 +29,8 @@ class IncrementalModel:
     # (scope.changes: {model, key}; the scope key's own name when the entry names none)
     scope_key: str | None = None
     upstream_columns: tuple[tuple[str, str], ...] = ()
+    # the sums and counts its daily runs keep by deltas (additive; macro maintained_by_deltas)
+    additive: tuple[str, ...] = ()
 
     @property
     def change_records(self) -> str:
@@ -140,6 +142,7 @@ def incremental_models() -> list[IncrementalModel]:
                 upstream_models=tuple(model for model, _ in ties),
                 scope_key=scope_key if ties else None,
                 upstream_columns=ties,
+                additive=tuple(str(column) for column in (block or {}).get("additive") or ()),
             )
         )
     return sorted(models, key=lambda m: (not m.name.startswith("dim_"), m.name))
