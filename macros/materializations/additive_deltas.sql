@@ -170,14 +170,25 @@
         left join removed on removed.{{ key }} = delta.{{ key }}
         {%- endif %}
     {% endset %}
+    {#- evaluated once, cached in the session (its flags are read, then its rows staged; the
+        materialization drops it after the MERGE: drop_cached_deltas) -#}
+    {% set cached = backfill_safe.cached_deltas_name() %}
+    {% call statement('cache_deltas', fetch_result=false) %}
+        cache table {{ cached }} as {{ moved }}
+    {% endcall %}
+    {% do backfill_safe.invocation_store('cached_deltas').update({this.identifier: cached}) %}
     {#- one statement: the scope keys of groups to recompute, and of groups the changes
         contradict -#}
     {% set flagged = run_query("select " ~ scope_key ~ ", max(cast(_drifted as int)), "
         ~ "concat_ws(', ', slice(array_sort(collect_set(case when _drifted then cast(" ~ key
-        ~ " as string) end)), 1, 3)) from ("
-        ~ moved ~ ") as moved where _recompute or _drifted group by " ~ scope_key
-        ~ " limit 1001").rows %}
+        ~ " as string) end)), 1, 3)) from " ~ cached ~ " as moved where _recompute or _drifted "
+        ~ "group by " ~ scope_key ~ " limit 1001").rows %}
     {% set drifted = flagged | selectattr(1, 'equalto', 1) | list %}
+    {% if drifted or flagged | length > 1000 %}
+        {% call statement('drop_cached_deltas', fetch_result=false) %}
+            {{ backfill_safe.drop_cached_deltas() }}
+        {% endcall %}
+    {% endif %}
     {% if drifted %}
         {{ exceptions.raise_compiler_error("model " ~ model.name ~ " (" ~ model.original_file_path
             ~ "): the changes recorded by " ~ upstream.name ~ " since " ~ batches.mark
@@ -196,8 +207,8 @@
         {{ return(none) }}
     {% endif %}
     {% do backfill_safe.invocation_store('delta_runs').update({this.identifier: true}) %}
-    {% set rows = "select " ~ columns | join(", ") ~ ", _is_deleted from (" ~ moved
-        ~ ") as moved where _moved" %}
+    {% set rows = "select " ~ columns | join(", ") ~ ", _is_deleted from " ~ cached
+        ~ " as moved where _moved" %}
     {% if not flagged %}
         {{ return(rows) }}
     {% endif %}
@@ -217,6 +228,25 @@
 {% endmacro %}
 
 
+{#- The session's temporary view a delta run caches its groups' moves in (additive_deltas): one
+    per model and invocation. -#}
+{% macro cached_deltas_name() %}
+    {{ return(backfill_safe.validated_identifier(this.identifier) ~ '__deltas_'
+        ~ (invocation_id | replace('-', ''))[:12]) }}
+{% endmacro %}
+
+
+{#- The statement that drops (and uncaches) this model's cached deltas (additive_deltas), and
+    forgets them; '' when this run cached none. -#}
+{% macro drop_cached_deltas() %}
+    {% set cached = backfill_safe.invocation_store('cached_deltas') %}
+    {% if this.identifier not in cached %}
+        {{ return('') }}
+    {% endif %}
+    {{ return('drop view if exists ' ~ cached.pop(this.identifier)) }}
+{% endmacro %}
+
+
 {#- True when this run (`plan`: the run_plan) of the model is one its deltas keep: the model
     declares `additive`, the run is a daily or full run of its own table (not a backfill's
     window, a dual run's scratch build, nor `pipeline explain`), and its Spark session is its
@@ -224,10 +254,16 @@
     dbt-spark's session method (the embedded target's) every dbt thread shares one session, and
     with threads > 1 another model's write in that moment would be staged under the mark and
     never published. Such a run recomputes the groups its changes reach (rows_over_models), and
-    says so in the log, once per model and invocation. -#}
+    says so in the log, once per model and invocation.
+    Any run of a model that declares `additive` (a backfill's, a full build...) refuses here a
+    select that reads its upstream in a way its deltas could not keep (upstream_alias). -#}
 {% macro maintained_by_deltas(plan) %}
-    {% if plan.declared is none or not plan.declared.additive or plan.window is not none
-        or plan.dual_run_model is not none or plan.explaining %}
+    {% if plan.declared is none or not plan.declared.additive %}
+        {{ return(false) }}
+    {% endif %}
+    {% do backfill_safe.upstream_alias(model.compiled_code or '',
+        plan.declared.scope.models[0].relation) %}
+    {% if plan.window is not none or plan.dual_run_model is not none or plan.explaining %}
         {{ return(false) }}
     {% endif %}
     {#- the invocation's threads (--threads overrides the profile's) and the profile's method -#}
@@ -236,8 +272,8 @@
         {% set said = backfill_safe.invocation_store('deltas_in_a_shared_session') %}
         {% if this.identifier not in said %}
             {% do said.update({this.identifier: true}) %}
-            {% do log("model " ~ model.name ~ " (additive): this run recomputes the groups its "
-                ~ "changes reach instead of adding them: with threads " ~ adapter.config.threads
+            {% do log("model " ~ model.name ~ " (additive): this run adds no deltas and leaves its "
+                ~ "table unmarked (it recomputes): with threads " ~ adapter.config.threads
                 ~ " its Spark session is shared (dbt-spark's session method), and the mark it "
                 ~ "stages its MERGE under is a session setting. Run with --threads 1, or through a "
                 ~ "Thrift Server, to add them.", info=true) %}
@@ -378,7 +414,7 @@
     {% set re = modules.re %}
     {% set read = re.search("(?i)" ~ re.escape(relation | string)
         ~ "(?![\\w.])\\s+((as\\s+)?[a-z_]\\w*\\s+)?(tablesample|version\\s+as\\s+of|"
-        ~ "timestamp\\s+as\\s+of|for\\s+system_(time|version)\\s+as\\s+of)\\b", body) %}
+        ~ "timestamp\\s+as\\s+of|(for\\s+)?system_(time|version)\\s+as\\s+of)\\b", body) %}
     {% if read %}
         {{ exceptions.raise_compiler_error("model " ~ model.name ~ " (" ~ model.original_file_path
             ~ "): a model maintained by deltas (additive) reads " ~ relation ~ " as it is; its "

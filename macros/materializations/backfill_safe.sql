@@ -136,6 +136,13 @@
             {{ drop_staged }}
         {%- endcall -%}
     {%- endif -%}
+    {#- a delta run's groups, cached in the session (additive_deltas) -#}
+    {%- set drop_cached = backfill_safe.drop_cached_deltas() | trim -%}
+    {%- if drop_cached -%}
+        {%- call statement('drop_cached_deltas', fetch_result=false) -%}
+            {{ drop_cached }}
+        {%- endcall -%}
+    {%- endif -%}
     {#- as dbt-spark's incremental, before the post-hooks (a grant one makes is kept): revoked
         first when the table was kept or replaced -#}
     {%- if grant_config -%}

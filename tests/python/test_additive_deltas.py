@@ -75,6 +75,11 @@ def test_a_daily_run_adds_the_changes_of_its_upstream_as_deltas_without_reading_
     read = tables_read(marked, "agg_daily_city_trips")
     assert not any(t.endswith("fct_trip") for t in read), read
     assert current_mark(marked).startswith(MARK)
+    # the groups' moves, evaluated once and cached in the session, were dropped after the MERGE
+    moves = [s.split("*/", 1)[-1].split("\x1b")[0].strip() for s in last_invocation_statements()
+             if "agg_daily_city_trips__deltas_" in s]
+    assert moves[0].startswith("cache table") and moves[-1].startswith("drop view if exists"), moves
+    assert not [t.name for t in marked.spark.catalog.listTables() if "__deltas_" in t.name]
     # a trip moved to another city, its old group emptied; a trip whose fare is unknown alone in
     # its group (a sum over nulls is null: that date is recomputed)
     marked.land(trips=[trip(4, "2025-01-10 12:00", "2025-01-11 10:00", fare="40.00", city="Berlin"),
@@ -153,7 +158,7 @@ def test_a_run_whose_spark_session_other_threads_share_recomputes_and_says_so_an
     # mark (a session setting) would stage another model's write too: the run recomputes, unmarked
     marked.land(trips=[trip(5, "2025-01-10 13:00", "2025-01-11 09:00", fare="10.00")])
     _, said = marked.dbt.invoke_logging("model agg_daily_city_trips (additive): ", "run", *RIDES, "--threads", "2")
-    assert len(said) == 1 and "recomputes the groups its changes reach instead of adding them" in said[0], said
+    assert len(said) == 1 and "adds no deltas and leaves its table unmarked" in said[0], said
     assert equals_its_select(marked)
     assert any(t.endswith("fct_trip") for t in tables_read(marked, "agg_daily_city_trips"))
     assert current_mark(marked) == ""  # its MERGE committed straight to main, under no mark

@@ -118,7 +118,8 @@ def test_the_name_a_select_reads_its_upstream_by_is_its_alias_else_the_table(bod
 
 
 @pytest.mark.parametrize("read", ["tablesample (10 percent)", "version as of 3", "as o timestamp as of '2025-01-01'",
-                                  "for system_time as of '2025-01-01'", "o for system_version as of 3"])
+                                  "for system_time as of '2025-01-01'", "o for system_version as of 3",
+                                  "system_time as of '2025-01-01'"])
 def test_a_select_reading_its_upstream_sampled_or_as_of_a_version_is_refused_naming_it(read: str):
     with pytest.raises(_Refused, match=r"models/agg_x\.sql.*reads marts\.fct_orders as it is"):
         upstream_alias(f"select k, count(*) as n from marts.fct_orders {read} group by k")
