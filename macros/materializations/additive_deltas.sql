@@ -170,13 +170,15 @@
         left join removed on removed.{{ key }} = delta.{{ key }}
         {%- endif %}
     {% endset %}
-    {#- evaluated once, cached in the session (its flags are read, then its rows staged; the
-        materialization drops it after the MERGE: drop_cached_deltas) -#}
-    {% set cached = backfill_safe.cached_deltas_name() %}
-    {% call statement('cache_deltas', fetch_result=false) %}
-        cache table {{ cached }} as {{ moved }}
+    {#- evaluated once, written to a scratch table (its flags are read, then its rows staged;
+        the materialization drops it after the MERGE: drop_staged_deltas). Not Spark's cache: a
+        temporary view is analysed again where it is read, and its cached data was not used. -#}
+    {% set cached = backfill_safe.staged_deltas_relation() %}
+    {% do backfill_safe.ensure_scratch_schema() %}
+    {% call statement('stage_deltas', fetch_result=false) %}
+        create table {{ cached }} using parquet as {{ moved }}
     {% endcall %}
-    {% do backfill_safe.invocation_store('cached_deltas').update({this.identifier: cached}) %}
+    {% do backfill_safe.invocation_store('staged_deltas').update({this.identifier: cached}) %}
     {#- one statement: the scope keys of groups to recompute, and of groups the changes
         contradict -#}
     {% set flagged = run_query("select " ~ scope_key ~ ", max(cast(_drifted as int)), "
@@ -185,8 +187,8 @@
         ~ "group by " ~ scope_key ~ " limit 1001").rows %}
     {% set drifted = flagged | selectattr(1, 'equalto', 1) | list %}
     {% if drifted or flagged | length > 1000 %}
-        {% call statement('drop_cached_deltas', fetch_result=false) %}
-            {{ backfill_safe.drop_cached_deltas() }}
+        {% call statement('drop_staged_deltas', fetch_result=false) %}
+            {{ backfill_safe.drop_staged_deltas() }}
         {% endcall %}
     {% endif %}
     {% if drifted %}
@@ -228,22 +230,22 @@
 {% endmacro %}
 
 
-{#- The session's temporary view a delta run caches its groups' moves in (additive_deltas): one
-    per model and invocation. -#}
-{% macro cached_deltas_name() %}
-    {{ return(backfill_safe.validated_identifier(this.identifier) ~ '__deltas_'
+{#- The scratch table a delta run writes its groups' moves to (additive_deltas): one per model
+    and invocation, as its staged MERGE source is (staged_merge_source_relation). -#}
+{% macro staged_deltas_relation() %}
+    {{ return('scratch.' ~ backfill_safe.validated_identifier(this.identifier) ~ '__deltas_'
         ~ (invocation_id | replace('-', ''))[:12]) }}
 {% endmacro %}
 
 
-{#- The statement that drops (and uncaches) this model's cached deltas (additive_deltas), and
-    forgets them; '' when this run cached none. -#}
-{% macro drop_cached_deltas() %}
-    {% set cached = backfill_safe.invocation_store('cached_deltas') %}
-    {% if this.identifier not in cached %}
+{#- The statement that drops this model's staged deltas (additive_deltas), and forgets them; ''
+    when this run staged none. -#}
+{% macro drop_staged_deltas() %}
+    {% set staged = backfill_safe.invocation_store('staged_deltas') %}
+    {% if this.identifier not in staged %}
         {{ return('') }}
     {% endif %}
-    {{ return('drop view if exists ' ~ cached.pop(this.identifier)) }}
+    {{ return('drop table if exists ' ~ staged.pop(this.identifier)) }}
 {% endmacro %}
 
 

@@ -136,11 +136,11 @@
             {{ drop_staged }}
         {%- endcall -%}
     {%- endif -%}
-    {#- a delta run's groups, cached in the session (additive_deltas) -#}
-    {%- set drop_cached = backfill_safe.drop_cached_deltas() | trim -%}
-    {%- if drop_cached -%}
-        {%- call statement('drop_cached_deltas', fetch_result=false) -%}
-            {{ drop_cached }}
+    {#- a delta run's groups' moves, staged to scratch (additive_deltas) -#}
+    {%- set drop_deltas = backfill_safe.drop_staged_deltas() | trim -%}
+    {%- if drop_deltas -%}
+        {%- call statement('drop_staged_deltas', fetch_result=false) -%}
+            {{ drop_deltas }}
         {%- endcall -%}
     {%- endif -%}
     {#- as dbt-spark's incremental, before the post-hooks (a grant one makes is kept): revoked

@@ -36,9 +36,9 @@ CLASSES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(pattern)) 
     ("run records", r"\brun_records\b"),
     ("scan records", r"\brun_scans\b"),
     ("merge", r"^merge into"),
+    ("deltas", r"^create table \S*scratch\.\S+__deltas_|^drop table if exists \S*scratch\.\S+__deltas_"),
     ("staging", r"^(create|create or replace) table \S*scratch\.|^insert (into|overwrite) \S*scratch\.|"
                 r"^drop table if exists \S*scratch\.|stage_merge_source"),
-    ("deltas", r"^cache table \S+__deltas_|^drop view if exists \S+__deltas_"),
     ("scope", r"^(create|create or replace) (or replace )?(global )?temporary view|^cache table|^uncache table"),
     ("describe", r"^describe|^show (table extended|tblproperties|columns|create table)"),
     ("catalog", r"^show (schemas|databases|tables|views)|^use |^create (schema|database)"),

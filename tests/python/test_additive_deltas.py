@@ -75,11 +75,11 @@ def test_a_daily_run_adds_the_changes_of_its_upstream_as_deltas_without_reading_
     read = tables_read(marked, "agg_daily_city_trips")
     assert not any(t.endswith("fct_trip") for t in read), read
     assert current_mark(marked).startswith(MARK)
-    # the groups' moves, evaluated once and cached in the session, were dropped after the MERGE
+    # the groups' moves, evaluated once and staged to scratch, were dropped after the MERGE
     moves = [s.split("*/", 1)[-1].split("\x1b")[0].strip() for s in last_invocation_statements()
              if "agg_daily_city_trips__deltas_" in s]
-    assert moves[0].startswith("cache table") and moves[-1].startswith("drop view if exists"), moves
-    assert not [t.name for t in marked.spark.catalog.listTables() if "__deltas_" in t.name]
+    assert moves[0].startswith("create table scratch.") and moves[-1].startswith("drop table if exists"), moves
+    assert not [t.name for t in marked.spark.catalog.listTables("scratch") if "__deltas_" in t.name]
     # a trip moved to another city, its old group emptied; a trip whose fare is unknown alone in
     # its group (a sum over nulls is null: that date is recomputed)
     marked.land(trips=[trip(4, "2025-01-10 12:00", "2025-01-11 10:00", fare="40.00", city="Berlin"),

@@ -308,7 +308,7 @@ def test_an_aggregate_whose_upstream_recorded_nothing_stages_nothing_and_merges_
 # The first fact to run also asks what the invocation asks once (whether a lookup's source landed,
 # the scope's event dates): each fact 11 at most, both 20. The customer mart, maintained by deltas
 # (additive), pays its mark: one statement reads it with the change records since it (and is its
-# idle probe); its groups' moves are evaluated once, cached (and the view dropped after the MERGE),
+# idle probe); its groups' moves are evaluated once, staged to scratch (dropped after the MERGE),
 # one statement reads the groups to recompute from them; its MERGE is staged under the mark and
 # published (set, reset, publish); it caches no scope keys: 13 (a recomputing aggregate's 9 before,
 # issue 82; 11 when the moves were evaluated twice, once for the flags and once staged).

@@ -47,9 +47,9 @@ SENT = {
     "drop table if exists scratch.fct_order_item__merge_source_1": "staging",
     "create or replace temporary view scope_keys__fct_order_item as select 1": "scope",
     "cache table scope_keys__fct_order_item": "scope",
-    # an aggregate maintained by deltas: its groups' moves, evaluated once and cached
-    "cache table agg_customer_orders__deltas_0a1b2c3d4e5f as with delta_after as (select 1)": "deltas",
-    "drop view if exists agg_customer_orders__deltas_0a1b2c3d4e5f": "deltas",
+    # an aggregate maintained by deltas: its groups' moves, evaluated once and staged
+    "create table scratch.agg_customer_orders__deltas_0a1b2c3d4e5f using parquet as with d as (select 1)": "deltas",
+    "drop table if exists scratch.agg_customer_orders__deltas_0a1b2c3d4e5f": "deltas",
     "describe extended marts.fct_order_item": "describe",
     "show table extended in control like '*'": "describe",
     "show views like 'scope_shared_*'": "catalog",
