@@ -53,7 +53,9 @@
     rows not flagged `_is_deleted`), appended to the model's change records. With
     `version_column` (the MERGE's guard), a source row older than the table's is left out, as
     the MERGE leaves it: the images are exactly what the MERGE changes (a model maintained by
-    deltas adds them up: additive_deltas). -#}
+    deltas adds them up: additive_deltas). The target is read once: its rows of the source's
+    keys (a semi join that broadcasts the source), each paired with its source row, which gives
+    both images and the guard. -#}
 {% macro record_model_changes(target, source, unique_key, partitions=none,
     version_column=none) %}
     {% if not backfill_safe.records_model_changes() %}
@@ -64,33 +66,42 @@
     {% do backfill_safe.create_model_changes(changes, target, false) %}
     {% set stamp = "'" ~ invocation_id ~ "' as _invocation_id, "
         ~ backfill_safe.timestamp_literal(run_started_at) ~ " as _run_started_at" %}
+    {#- the MERGE's guard: a source row older than the held one is not merged (`new`), a held
+        row is replaced by a source row as new or newer (`old`) -#}
+    {% set not_older = ("not coalesce(changed." ~ version_column ~ " < held." ~ version_column
+        ~ ", false)") if version_column else "true" %}
+    {% set replaced = ("coalesce(changed." ~ version_column ~ " >= held." ~ version_column
+        ~ ", false)") if version_column else "true" %}
     {% call statement('record_model_changes', fetch_result=false) %}
         insert into {{ changes }} (_change, _invocation_id, _run_started_at, {{ columns | join(', ') }})
-        select 'new' as _change, {{ stamp }}, {{ columns | join(', ') }}
-        from {{ source }} as changed
-        {%- if version_column %}
-        -- a source row older than the table's is not merged (the MERGE's guard)
-        left anti join (
-            select {{ unique_key }}, {{ version_column }} from {{ target }}
-            {%- if partitions %}
-            where ({{ partitions }})
-            {%- endif %}
-        ) as newer
-            on newer.{{ unique_key }} = changed.{{ unique_key }}
-            and changed.{{ version_column }} < newer.{{ version_column }}
-        {%- endif %}
-        where not changed._is_deleted
-        union all
-        select 'old' as _change, {{ stamp }}, {{ columns | join(', ') }}
-        from {{ target }} as held
-        left semi join {{ source }} as changed
-            on changed.{{ unique_key }} = held.{{ unique_key }}
-            {%- if version_column %}
-            and changed.{{ version_column }} >= held.{{ version_column }}
-            {%- endif %}
-        {%- if partitions %}
-        where ({{ partitions }})
-        {%- endif %}
+        select image._change, {{ stamp }},
+            {%- for column in columns %}
+            image.row.{{ column }}{{ "," if not loop.last }}
+            {%- endfor %}
+        from (
+            select explode(array(
+                case when not changed._is_deleted and {{ not_older }} then named_struct(
+                    '_change', 'new', 'row', struct(
+                    {%- for column in columns %}
+                    changed.{{ column }}{{ "," if not loop.last }}
+                    {%- endfor %})) end,
+                case when held._held and {{ replaced }} then named_struct(
+                    '_change', 'old', 'row', struct(
+                    {%- for column in columns %}
+                    held.{{ column }}{{ "," if not loop.last }}
+                    {%- endfor %})) end
+            )) as image
+            from {{ source }} as changed
+            left join (
+                select held.*, true as _held
+                from {{ target }} as held
+                left semi join {{ source }} as keys on keys.{{ unique_key }} = held.{{ unique_key }}
+                {%- if partitions %}
+                where ({{ partitions }})
+                {%- endif %}
+            ) as held on held.{{ unique_key }} = changed.{{ unique_key }}
+        ) as images
+        where image is not null
     {% endcall %}
     {{ return('') }}
 {% endmacro %}
