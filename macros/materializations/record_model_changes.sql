@@ -55,7 +55,7 @@
     the MERGE leaves it: the images are exactly what the MERGE changes (a model maintained by
     deltas adds them up: additive_deltas). The target is read once: its rows of the source's
     keys (a semi join that broadcasts the source), each paired with its source row, which gives
-    both images and the guard. -#}
+    both images and the guard (a held row paired has a key: the pairing is on it). -#}
 {% macro record_model_changes(target, source, unique_key, partitions=none,
     version_column=none) %}
     {% if not backfill_safe.records_model_changes() %}
@@ -85,7 +85,7 @@
                     {%- for column in columns %}
                     changed.{{ column }}{{ "," if not loop.last }}
                     {%- endfor %})) end,
-                case when held._held and {{ replaced }} then named_struct(
+                case when held.{{ unique_key }} is not null and {{ replaced }} then named_struct(
                     '_change', 'old', 'row', struct(
                     {%- for column in columns %}
                     held.{{ column }}{{ "," if not loop.last }}
@@ -93,7 +93,7 @@
             )) as image
             from {{ source }} as changed
             left join (
-                select held.*, true as _held
+                select held.*
                 from {{ target }} as held
                 left semi join {{ source }} as keys on keys.{{ unique_key }} = held.{{ unique_key }}
                 {%- if partitions %}
