@@ -108,11 +108,13 @@ def test_the_changes_of_every_upstream_run_since_its_last_run_reach_it(wh: Wareh
     # with its table), its dates as literals (Iceberg prunes the fact's partitions by them); the
     # customer mart (additive) adds both runs' changes: it reads the order fact's change records,
     # not the fact
-    staged = {a.name: s for a in SHOP_AGGREGATES for s in last_invocation_statements()
-              if f'"node_id": "model.backfill_safe.{a.name}"' in s and "create table scratch." in s}
+    staged = {a.name: "\n".join(s for s in last_invocation_statements()
+                                 if f'"node_id": "model.backfill_safe.{a.name}"' in s and "create table scratch." in s)
+              for a in SHOP_AGGREGATES}
     assert staged["agg_daily_revenue"].count("marts.fct_order_item") == 1
     assert "full outer join" in staged["agg_daily_revenue"]
     assert re.search(r"order_date in \(date'2025-01-08', date'2025-01-09'", staged["agg_daily_revenue"])
+    # (its groups' moves staged from the change records, then its MERGE source from them)
     assert "fct_orders__changes" in staged["agg_customer_orders"]
     assert not re.search(r"marts\.fct_orders\b", staged["agg_customer_orders"]), staged["agg_customer_orders"]
     assert {str(r.order_date): str(r.net_amount) for r in wh.rows(f"select * from {REVENUE}")} == {
